@@ -1,0 +1,1 @@
+"""Adapters to the outside: Kafka offsets and transactions, the MySQL sink, the embedded stack."""

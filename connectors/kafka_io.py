@@ -1,0 +1,174 @@
+"""Thin adapters over confluent-kafka: client config, topics, offsets, a health round trip."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+
+from confluent_kafka import (
+    Consumer,
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec
+
+from logcount.errors import ConfigError, DependencyError
+
+# Why 15 s: long enough for a broker under load (or restarting) to answer metadata, short enough
+# that an unreachable broker is reported within one operator glance.
+REQUEST_TIMEOUT_S = 15.0
+
+
+def client_config(bootstrap: str, extra: Mapping[str, str] | None = None, **kw: object) -> dict:
+    """Base librdkafka config; `extra` (from --kafka-config) wins over our defaults."""
+    conf: dict = {"bootstrap.servers": bootstrap, **kw}
+    conf.update(extra or {})
+    return conf
+
+
+def admin(bootstrap: str, extra: Mapping[str, str] | None = None) -> AdminClient:
+    return AdminClient(client_config(bootstrap, extra))
+
+
+def _wait(futures: Mapping, doing: str, timeout: float = REQUEST_TIMEOUT_S) -> dict:
+    out = {}
+    for key, fut in futures.items():
+        try:
+            out[key] = fut.result(timeout=timeout)
+        except KafkaException as exc:
+            raise DependencyError(f"{doing}: {exc.args[0].str()}") from exc
+        except TimeoutError as exc:
+            raise DependencyError(f"{doing}: no answer from Kafka within {timeout:.0f}s") from exc
+    return out
+
+
+def partitions_of(adm: AdminClient, topic: str) -> list[int] | None:
+    """The topic's partition ids, or None if it does not exist."""
+    try:
+        md = adm.list_topics(topic=topic, timeout=REQUEST_TIMEOUT_S)
+    except KafkaException as exc:
+        raise DependencyError(f"Kafka unreachable: {exc.args[0].str()}") from exc
+    t = md.topics.get(topic)
+    if t is None or t.error is not None:
+        if t is not None and t.error.code() not in (
+            KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC,
+        ):
+            raise DependencyError(f"metadata of {topic}: {t.error.str()}")
+        return None
+    return sorted(t.partitions)
+
+
+def ensure_topic(adm: AdminClient, topic: str, partitions: int,
+                 config: Mapping[str, str] | None = None) -> list[int]:
+    """Create `topic` if missing; return its partitions."""
+    existing = partitions_of(adm, topic)
+    if existing is not None:
+        return existing
+    futures = adm.create_topics(
+        [NewTopic(topic, num_partitions=partitions, replication_factor=-1,
+                  config=dict(config or {}))],
+        request_timeout=REQUEST_TIMEOUT_S,
+    )
+    try:
+        futures[topic].result(timeout=REQUEST_TIMEOUT_S)
+    except KafkaException as exc:
+        if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:  # lost a race: fine
+            raise DependencyError(f"creating topic {topic}: {exc.args[0].str()}") from exc
+    # Metadata can lag creation by a moment; wait until the partitions are visible.
+    for _ in range(50):
+        found = partitions_of(adm, topic)
+        if found:
+            return found
+        time.sleep(0.1)
+    raise DependencyError(f"topic {topic} was created but its partitions never appeared")
+
+
+def topic_config(adm: AdminClient, topic: str) -> dict[str, str]:
+    res = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    got = _wait(adm.describe_configs([res]), f"describing topic {topic}")
+    return {k: v.value for k, v in got[res].items()}
+
+
+def require_compacted(adm: AdminClient, topic: str) -> None:
+    """The output topic is a table (last value per key wins): refuse one that deletes by time."""
+    policy = topic_config(adm, topic).get("cleanup.policy", "")
+    if "compact" not in policy.split(","):
+        raise ConfigError(
+            f"output topic {topic} has cleanup.policy={policy!r}; it must be compacted "
+            f"(its records are per-minute totals, a table) - use another topic or alter it"
+        )
+
+
+def list_offsets(adm: AdminClient, topic: str, partitions: Iterable[int], spec: OffsetSpec,
+                 committed_only: bool = True) -> dict[int, int]:
+    """Offsets per partition for `spec`; `committed_only` asks for the last stable offset.
+
+    With READ_COMMITTED, OffsetSpec.latest() is the LSO: the first offset of a still-open
+    transaction, or the end of the log. Planning up to the LSO (not the high watermark) is what
+    lets a read_committed reader reach the planned end without waiting on an open transaction.
+    """
+    parts = list(partitions)
+    if not parts:
+        return {}
+    level = IsolationLevel.READ_COMMITTED if committed_only else IsolationLevel.READ_UNCOMMITTED
+    req = {TopicPartition(topic, p): spec for p in parts}
+    got = _wait(adm.list_offsets(req, isolation_level=level, request_timeout=REQUEST_TIMEOUT_S),
+                f"listing offsets of {topic}")
+    return {tp.partition: info.offset for tp, info in got.items()}
+
+
+def committed_offsets(consumer: Consumer, topic: str, partitions: Iterable[int]) -> dict[int, int]:
+    """The group's committed offsets; partitions without one are left out."""
+    tps = [TopicPartition(topic, p) for p in partitions]
+    if not tps:
+        return {}
+    try:
+        got = consumer.committed(tps, timeout=REQUEST_TIMEOUT_S)
+    except KafkaException as exc:
+        raise DependencyError(f"reading committed offsets: {exc.args[0].str()}") from exc
+    return {tp.partition: tp.offset for tp in got if tp.offset >= 0}
+
+
+HEALTH_TOPIC = "logcount-health"
+
+
+def transactional_round_trip(bootstrap: str, timeout_s: float = 10.0) -> None:
+    """Prove the broker serves transactions: commit one record, read it back read_committed.
+
+    This is the readiness probe of the embedded stack: a broker that answers metadata but whose
+    transaction coordinator cannot load __transaction_state would pass a plain port check.
+    """
+    adm = admin(bootstrap)
+    ensure_topic(adm, HEALTH_TOPIC, 1)
+    # log_level 0: a probe's failures are reported by its exception, not by librdkafka's log.
+    producer = Producer(client_config(bootstrap, **{
+        "transactional.id": "logcount-health", "transaction.timeout.ms": 10000, "log_level": 0,
+    }))
+    try:
+        producer.init_transactions(timeout_s)
+        producer.begin_transaction()
+        marker = uuid.uuid4().hex.encode()
+        delivered: list[int] = []
+        producer.produce(HEALTH_TOPIC, marker,
+                         on_delivery=lambda err, msg: delivered.append(msg.offset()) if not err
+                         else None)
+        producer.commit_transaction(timeout_s)
+    except KafkaException as exc:
+        raise DependencyError(f"transaction round trip: {exc.args[0].str()}") from exc
+    if not delivered:
+        raise DependencyError("transaction round trip: record not delivered")
+    consumer = Consumer(client_config(bootstrap, **{
+        "group.id": "logcount-health", "isolation.level": "read_committed",
+        "enable.auto.commit": False, "log_level": 0,
+    }))
+    try:
+        consumer.assign([TopicPartition(HEALTH_TOPIC, 0, delivered[0])])
+        msg = consumer.poll(timeout_s)
+        if msg is None or msg.error() or msg.value() != marker:
+            raise DependencyError("transaction round trip: committed record not read back")
+    finally:
+        consumer.close()

@@ -1,0 +1,107 @@
+"""The one error hierarchy of logcount, documented in one place.
+
+    LogcountError                 every error we raise on purpose; the CLI prints one line
+    ├── ConfigError               bad flag, env var or URL                       -> exit 2
+    ├── StackError                embedded stack cannot start (port taken, tool missing) -> exit 2
+    ├── DependencyError           broker or MySQL unreachable / refusing us      -> exit 1
+    └── KafkaClientError          a librdkafka error, classified as librdkafka does:
+        ├── RetriableKafkaError   retriable(): call the same operation again
+        ├── AbortableKafkaError   txn_requires_abort(): abort, re-plan, redo the batch
+        └── FatalKafkaError       fatal(): this producer is dead               -> exit 1
+            └── FencedError       a newer instance owns the transactional.id   -> exit 1
+
+`classify()` maps a confluent_kafka.KafkaException onto the KafkaClientError branch.
+"""
+
+from __future__ import annotations
+
+from confluent_kafka import KafkaError, KafkaException
+
+__all__ = [
+    "AbortableKafkaError",
+    "ConfigError",
+    "DependencyError",
+    "FatalKafkaError",
+    "FencedError",
+    "KafkaClientError",
+    "LogcountError",
+    "RetriableKafkaError",
+    "StackError",
+    "classify",
+]
+
+
+class LogcountError(Exception):
+    """Base of every error logcount raises on purpose."""
+
+    exit_code = 1
+
+
+class ConfigError(LogcountError):
+    """Bad usage or configuration: a flag, an environment variable, a URL, a topic setting."""
+
+    exit_code = 2
+
+
+class StackError(LogcountError):
+    """The embedded stack cannot be started here (a port is taken, java/mvn/mariadbd missing)."""
+
+    exit_code = 2
+
+
+class DependencyError(LogcountError):
+    """A dependency (Kafka broker, MySQL) is unreachable or refuses us."""
+
+
+class KafkaClientError(LogcountError):
+    """A librdkafka error, classified. `.error` is the original KafkaError."""
+
+    def __init__(self, message: str, error: KafkaError | None = None) -> None:
+        super().__init__(message)
+        self.error = error
+
+
+class RetriableKafkaError(KafkaClientError):
+    """Transient: the same call may be repeated."""
+
+
+class AbortableKafkaError(KafkaClientError):
+    """The open transaction must be aborted; the batch is then re-planned and redone."""
+
+
+class FatalKafkaError(KafkaClientError):
+    """The producer can do nothing more; the process exits."""
+
+
+class FencedError(FatalKafkaError):
+    """Another instance with the same transactional.id has started: we are the zombie."""
+
+
+_FENCED_CODES = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
+
+
+def classify(exc: KafkaException, doing: str) -> KafkaClientError:
+    """Map a KafkaException raised while `doing` something onto our hierarchy.
+
+    Order matters: librdkafka can flag an error both retriable and abortable; abort wins,
+    because retrying inside a transaction the broker has already doomed cannot succeed.
+    Fenced is checked first since a fenced producer also reports fatal().
+    """
+    err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+    if err is None:
+        return FatalKafkaError(f"{doing}: {exc}")
+    text = f"{doing}: {err.name()}: {err.str()}"
+    if err.code() in _FENCED_CODES:
+        return FencedError(
+            f"{doing}: fenced by a newer instance with the same transactional.id ({err.name()})",
+            err,
+        )
+    if err.fatal():
+        return FatalKafkaError(text, err)
+    if err.txn_requires_abort():
+        return AbortableKafkaError(text, err)
+    if err.retriable():
+        return RetriableKafkaError(text, err)
+    # Neither retriable nor abortable nor fatal (e.g. a timeout on a non-transactional call):
+    # treat it as abortable, the one safe answer inside a transaction loop.
+    return AbortableKafkaError(text, err)

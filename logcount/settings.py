@@ -1,0 +1,357 @@
+"""One frozen settings object per command, read from flags, then `LOGCOUNT_*` env, then defaults.
+
+Each field's metadata (`opt(...)`) is the single source for its flag, its env variable, its help
+text and the README's configuration reference (`reference_markdown()`). Secrets are masked in
+`repr()` and therefore in every log line that prints settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import re
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from urllib.parse import unquote, urlparse
+
+from logcount.errors import ConfigError
+
+__all__ = [
+    "DemoSettings",
+    "MySQLUrl",
+    "ProduceSettings",
+    "RunSettings",
+    "SinkSettings",
+    "StackSettings",
+    "add_arguments",
+    "from_namespace",
+    "reference_markdown",
+]
+
+ENV_PREFIX = "LOGCOUNT_"
+MASK = "***"
+# Client settings whose values are secrets (sasl.password, ssl.key.password, sasl.jaas.config...).
+_SECRET_KEY = re.compile(r"password|secret|jaas|token|credentials", re.IGNORECASE)
+
+
+def opt(help: str, *, flag: str | None = None, secret: bool = False, metavar: str | None = None):
+    """Field metadata: help text, optional explicit flag, whether the value is a secret."""
+    return {"help": help, "flag": flag, "secret": secret, "metavar": metavar}
+
+
+@dataclass(frozen=True)
+class MySQLUrl:
+    """`mysql://USER[:PASSWORD]@HOST:PORT/DATABASE`, parsed; the password never printed."""
+
+    user: str
+    password: str
+    host: str
+    port: int
+    database: str
+
+    @classmethod
+    def parse(cls, url: str) -> MySQLUrl:
+        p = urlparse(url)
+        if p.scheme != "mysql" or not p.hostname or not p.path.strip("/") or not p.username:
+            raise ConfigError(
+                f"--mysql-url must look like mysql://USER[:PASSWORD]@HOST:PORT/DATABASE, "
+                f"got {mask_url(url)!r}"
+            )
+        try:
+            port = p.port or 3306
+        except ValueError as exc:
+            raise ConfigError(f"--mysql-url has a bad port: {mask_url(url)!r}") from exc
+        database = p.path.strip("/")
+        if not re.fullmatch(r"[A-Za-z0-9_$]+", database):
+            raise ConfigError(f"--mysql-url database name {database!r} is not a plain identifier")
+        return cls(unquote(p.username), unquote(p.password or ""), p.hostname, port, database)
+
+    def __repr__(self) -> str:
+        pw = f":{MASK}" if self.password else ""
+        return f"mysql://{self.user}{pw}@{self.host}:{self.port}/{self.database}"
+
+    def with_database(self, database: str) -> MySQLUrl:
+        return dataclasses.replace(self, database=database)
+
+
+def mask_url(url: str) -> str:
+    return re.sub(r"(//[^:/@]+:)[^@]*@", rf"\g<1>{MASK}@", url)
+
+
+def parse_kafka_config(items: tuple[str, ...]) -> dict[str, str]:
+    """`("security.protocol=SASL_SSL", ...)` -> dict; a bad item is a ConfigError."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--kafka-config takes KEY=VALUE, got {item!r}")
+        out[key.strip()] = value
+    return out
+
+
+def _masked_config(items: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(
+        f"{k}={MASK}" if _SECRET_KEY.search(k) else f"{k}={v}"
+        for k, v in (i.partition("=")[::2] for i in items)
+    )
+
+
+class _Settings:
+    """Shared behaviour: masked repr, parsed client config."""
+
+    def __repr__(self) -> str:
+        parts = []
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            if f.metadata.get("secret"):
+                value = MASK if value else value
+            elif f.name == "kafka_config":
+                value = _masked_config(value)
+            elif f.name == "mysql_url":
+                value = mask_url(value)
+            parts.append(f"{f.name}={value!r}")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+    __str__ = __repr__
+
+    @property
+    def kafka_client_config(self) -> dict[str, str]:
+        """Extra librdkafka settings (SASL/SSL, ...) from --kafka-config."""
+        return parse_kafka_config(getattr(self, "kafka_config", ()))
+
+
+_KAFKA = "127.0.0.1:9092"
+_MYSQL = "mysql://root@127.0.0.1:3306/logcount"
+_KAFKA_CONFIG_HELP = (
+    "extra Kafka client setting KEY=VALUE, repeatable (SASL/SSL...); env: comma-separated"
+)
+
+
+@dataclass(frozen=True, repr=False)
+class RunSettings(_Settings):
+    """`logcount run`: the Spark stage."""
+
+    once: bool = field(default=False, metadata=opt("process what is readable at start, commit, exit"))
+    bootstrap_servers: str = field(default=_KAFKA, metadata=opt("Kafka bootstrap servers"))
+    input_topic: str = field(default="logs", metadata=opt("topic of raw log lines"))
+    output_topic: str = field(
+        default="error-counts", metadata=opt("compacted topic of per-minute totals")
+    )
+    dlq_topic: str = field(default="logs-dlq", metadata=opt("topic of malformed lines"))
+    group_id: str = field(
+        default="logcount", metadata=opt("consumer group that holds the committed input offsets")
+    )
+    transactional_id: str = field(
+        default="logcount-stage",
+        metadata=opt("fixed transactional.id; a restart fences the previous instance"),
+    )
+    master: str = field(default="local[*]", metadata=opt("Spark master: local[N] or spark://..."))
+    level: str = field(default="ERROR", metadata=opt("the log level to count"))
+    trigger_interval: float = field(
+        default=1.0, metadata=opt("seconds to sleep when there is nothing new to read")
+    )
+    max_records_per_batch: int = field(
+        default=2_000_000, metadata=opt("cap on input records per batch, spread over partitions")
+    )
+    starting_offsets: Literal["earliest", "latest"] = field(
+        default="earliest", metadata=opt("where to start when the group has no committed offset")
+    )
+    delivery: Literal["exactly-once", "at-least-once"] = field(
+        default="exactly-once",
+        metadata=opt("at-least-once: no transaction, offsets committed after (benchmarks, tests)"),
+    )
+    input_partitions: int = field(
+        default=4, metadata=opt("partitions of the input topic when the stage creates it")
+    )
+    kafka_config: tuple[str, ...] = field(default=(), metadata=opt(_KAFKA_CONFIG_HELP))
+
+    def validate(self) -> RunSettings:
+        if self.max_records_per_batch < 1:
+            raise ConfigError("--max-records-per-batch must be at least 1")
+        if self.trigger_interval < 0:
+            raise ConfigError("--trigger-interval must not be negative")
+        if not re.fullmatch(r"[A-Za-z]+", self.level):
+            raise ConfigError(f"--level must be a word of letters, got {self.level!r}")
+        if not (self.master.startswith(("local", "spark://"))):
+            raise ConfigError(f"--master must be local[...] or spark://..., got {self.master!r}")
+        if len({self.input_topic, self.output_topic, self.dlq_topic}) != 3:
+            raise ConfigError("--input-topic, --output-topic and --dlq-topic must differ")
+        self.kafka_client_config  # noqa: B018 - validates KEY=VALUE items
+        return self
+
+
+@dataclass(frozen=True, repr=False)
+class SinkSettings(_Settings):
+    """`logcount sink`: the MySQL sink service."""
+
+    once: bool = field(default=False, metadata=opt("drain the topic to its end, then exit"))
+    bootstrap_servers: str = field(default=_KAFKA, metadata=opt("Kafka bootstrap servers"))
+    topic: str = field(default="error-counts", metadata=opt("the stage's output topic"))
+    group_id: str = field(default="logcount-sink", metadata=opt("the sink's consumer group"))
+    mysql_url: str = field(
+        default=_MYSQL, metadata=opt("mysql://USER[:PASSWORD]@HOST:PORT/DATABASE")
+    )
+    kafka_config: tuple[str, ...] = field(default=(), metadata=opt(_KAFKA_CONFIG_HELP))
+
+    @property
+    def mysql(self) -> MySQLUrl:
+        return MySQLUrl.parse(self.mysql_url)
+
+    def validate(self) -> SinkSettings:
+        self.mysql  # noqa: B018 - validates the URL
+        self.kafka_client_config  # noqa: B018
+        return self
+
+
+@dataclass(frozen=True, repr=False)
+class ProduceSettings(_Settings):
+    """`logcount produce`: load log lines into a topic."""
+
+    bootstrap_servers: str = field(default=_KAFKA, metadata=opt("Kafka bootstrap servers"))
+    topic: str = field(default="logs", metadata=opt("topic to write the lines to"))
+    file: str | None = field(
+        default=None, metadata=opt("read lines from this file, '-' for stdin", metavar="PATH")
+    )
+    synthetic: int | None = field(
+        default=None, metadata=opt("generate N synthetic lines instead", metavar="N")
+    )
+    seed: int = field(default=1, metadata=opt("seed of the synthetic generator"))
+    partitions: int = field(
+        default=4, metadata=opt("partitions when the topic has to be created")
+    )
+    expect: str | None = field(
+        default=None, metadata=opt("write the expected per-minute counts (JSON) here",
+                                   metavar="PATH")
+    )
+    level: str = field(default="ERROR", metadata=opt("the level the expectation counts"))
+    kafka_config: tuple[str, ...] = field(default=(), metadata=opt(_KAFKA_CONFIG_HELP))
+
+    def validate(self) -> ProduceSettings:
+        if (self.file is None) == (self.synthetic is None):
+            raise ConfigError("produce needs exactly one of --file PATH or --synthetic N")
+        if self.synthetic is not None and self.synthetic < 0:
+            raise ConfigError("--synthetic must not be negative")
+        self.kafka_client_config  # noqa: B018
+        return self
+
+
+@dataclass(frozen=True, repr=False)
+class DemoSettings(_Settings):
+    """`logcount demo`: everything on the embedded stack, then the table and the verdict."""
+
+    lines: int = field(default=200_000, metadata=opt("synthetic lines to produce"))
+    seed: int = field(default=7, metadata=opt("seed of the synthetic generator"))
+    master: str = field(default="local[*]", metadata=opt("Spark master"))
+
+
+@dataclass(frozen=True, repr=False)
+class StackSettings(_Settings):
+    """`logcount stack up|down|status`."""
+
+    spark_cluster: bool = field(
+        default=False, metadata=opt("also a Spark standalone master and two workers")
+    )
+
+
+# --- flags and env ------------------------------------------------------------------------------
+
+
+def _flag(f: dataclasses.Field) -> str:
+    return f.metadata.get("flag") or "--" + f.name.replace("_", "-")
+
+
+def _env(f: dataclasses.Field) -> str:
+    return ENV_PREFIX + f.name.upper()
+
+
+def _kind(cls: type, f: dataclasses.Field) -> tuple[type, tuple[str, ...] | None]:
+    """(base type, choices) of a field, from its annotation."""
+    tp = typing.get_type_hints(cls)[f.name]
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        tp = next(a for a in typing.get_args(tp) if a is not type(None))
+    if typing.get_origin(tp) is Literal:
+        return str, typing.get_args(tp)
+    if typing.get_origin(tp) is tuple:
+        return tuple, None
+    return tp, None
+
+
+def add_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
+    """One flag per field; defaults stay out of argparse so env can fill what flags leave."""
+    for f in dataclasses.fields(cls):
+        kind, choices = _kind(cls, f)
+        meta = f.metadata
+        help_text = f"{meta['help']} (env {_env(f)}; default: {f.default!r})"
+        if kind is bool:
+            parser.add_argument(_flag(f), dest=f.name, action="store_true", default=None,
+                                help=help_text)
+        elif kind is tuple:
+            parser.add_argument(_flag(f), dest=f.name, action="append", default=None,
+                                metavar="KEY=VALUE", help=help_text)
+        else:
+            parser.add_argument(_flag(f), dest=f.name, type=str, default=None, choices=choices,
+                                metavar=meta.get("metavar") or (None if choices else "VALUE"),
+                                help=help_text)
+
+
+def _convert(cls: type, f: dataclasses.Field, raw: Any, source: str) -> Any:
+    kind, choices = _kind(cls, f)
+    if kind is bool:
+        if isinstance(raw, bool):
+            return raw
+        low = str(raw).strip().lower()
+        if low in ("1", "true", "yes", "on"):
+            return True
+        if low in ("0", "false", "no", "off", ""):
+            return False
+        raise ConfigError(f"{source} must be true or false, got {raw!r}")
+    if kind is tuple:
+        items = raw if isinstance(raw, list) else [s for s in str(raw).split(",") if s.strip()]
+        return tuple(items)
+    if choices and raw not in choices:
+        raise ConfigError(f"{source} must be one of {', '.join(choices)}, got {raw!r}")
+    if kind in (int, float):
+        try:
+            return kind(raw)
+        except ValueError:
+            raise ConfigError(f"{source} must be a number, got {raw!r}") from None
+    return raw
+
+
+def from_namespace(cls: type, ns: argparse.Namespace | None = None,
+                   env: Mapping[str, str] | None = None):
+    """Build `cls` from parsed flags, then env, then defaults; validate if it can."""
+    env = os.environ if env is None else env
+    values = {}
+    for f in dataclasses.fields(cls):
+        raw = getattr(ns, f.name, None) if ns is not None else None
+        source = _flag(f)
+        if raw is None and _env(f) in env:
+            raw, source = env[_env(f)], _env(f)
+        if raw is not None:
+            values[f.name] = _convert(cls, f, raw, source)
+    settings = cls(**values)
+    validate = getattr(settings, "validate", None)
+    return validate() if validate else settings
+
+
+def reference_markdown() -> str:
+    """The README's configuration reference, generated from the settings classes."""
+    sections = [
+        ("run", RunSettings), ("sink", SinkSettings), ("produce", ProduceSettings),
+        ("demo", DemoSettings), ("stack up", StackSettings),
+    ]
+    out = []
+    for name, cls in sections:
+        out.append(f"#### `logcount {name}`\n")
+        out.append("| flag | env | default | meaning |")
+        out.append("|---|---|---|---|")
+        for f in dataclasses.fields(cls):
+            default = "" if f.default in (None, ()) else f"`{f.default}`"
+            out.append(f"| `{_flag(f)}` | `{_env(f)}` | {default} | {f.metadata['help']} |")
+        out.append("")
+    return "\n".join(out)

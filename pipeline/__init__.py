@@ -1,0 +1,1 @@
+"""The Spark stage: the driver loop, the Spark job, the per-minute state."""

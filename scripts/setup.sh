@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# One-command set-up for a fresh Debian machine (Python 3.11, JDK 17, Maven): MariaDB server from
+# Debian packages, the .venv with `logcount`, and the JVM jars (Kafka broker, Spark's Kafka
+# connector) from Maven Central into the git-ignored .cache/. Safe and quick to run again: each
+# step is skipped when its stamp says it is already done for the current inputs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+say() { printf 'setup: %s\n' "$*"; }
+die() { printf 'setup: error: %s\n' "$*" >&2; exit 2; }
+
+command -v java >/dev/null || die "java not found: install a JDK 17 (apt-get install openjdk-17-jdk-headless)"
+command -v mvn >/dev/null || die "mvn not found: install Maven (apt-get install maven)"
+python=${PYTHON:-python3}
+"$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+  || die "$python is older than 3.11"
+
+sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+# 1. MariaDB server (the embedded stack starts its own instance; the package's service is unused).
+if ! command -v mariadbd >/dev/null && [ ! -x /usr/sbin/mariadbd ]; then
+  command -v apt-get >/dev/null || die "mariadbd missing and apt-get not found"
+  say "installing mariadb-server from Debian packages"
+  sudo_if_needed apt-get update -qq
+  sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    mariadb-server >/dev/null
+fi
+
+# 2. The virtualenv with logcount (editable, so the stack finds jars relative to the checkout).
+stamp_of() { sha256sum "$@" | sha256sum | cut -c1-16; }
+if [ ! -x .venv/bin/python ]; then
+  say "creating .venv"
+  "$python" -m venv .venv
+fi
+want=$(stamp_of pyproject.toml)
+if [ "$(cat .venv/.logcount-stamp 2>/dev/null)" != "$want" ]; then
+  say "installing logcount and its dependencies into .venv"
+  .venv/bin/pip install -q --upgrade pip
+  .venv/bin/pip install -q -e '.[test]'
+  echo "$want" > .venv/.logcount-stamp
+fi
+
+# 3. JVM jars. Maven Central's address is read from Maven's own super POM (see jvm/settings.xml).
+central=$(unzip -p /usr/share/maven/lib/maven-model-builder-*.jar org/apache/maven/model/pom-4.0.0.xml 2>/dev/null \
+  | sed -n 's:.*<url>\(.*\)</url>.*:\1:p' | head -1)
+mvn_copy() {  # mvn_copy POM_DIR OUT_DIR [extra -D...]
+  local pom=$1 out=$2; shift 2
+  local args=(-B -q -Dstyle.color=never -f "$pom/pom.xml" -s jvm/settings.xml dependency:copy-dependencies
+              "-DoutputDirectory=$out" "$@")
+  [ -n "$central" ] && args+=("-Dlogcount.central.url=$central")
+  # mvn -q still prints colour codes: keep its output in a log and show it only on failure.
+  mvn "${args[@]}" > .cache/mvn.log 2>&1 || { cat .cache/mvn.log >&2; return 1; }
+}
+fetch_jars() {  # fetch_jars NAME POM_DIR [extra -D...]
+  local name=$1 pom=$2; shift 2
+  local out=.cache/jars/$name want
+  want=$(printf '%s %s' "$(stamp_of "$pom/pom.xml" jvm/settings.xml)" "$*")
+  if [ "$(cat "$out/.stamp" 2>/dev/null)" != "$want" ]; then
+    say "fetching $name jars with mvn"
+    rm -rf "$out.tmp" && mkdir -p "$out.tmp" .cache
+    mvn_copy "$pom" "$root/$out.tmp" "$@" || die "mvn could not fetch the $name jars"
+    rm -rf "$out" && mv "$out.tmp" "$out" && echo "$want" > "$out/.stamp"
+  fi
+}
+fetch_jars kafka jvm/kafka-broker
+spark_version=$(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("pyspark"))')
+fetch_jars spark-kafka jvm/spark-kafka "-Dspark.version=$spark_version"
+
+say "ready: .venv/bin/logcount (pyspark $spark_version, kafka $(ls .cache/jars/kafka | sed -n 's/^kafka_2.13-\(.*\)\.jar$/\1/p'))"
