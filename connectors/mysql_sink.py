@@ -1,0 +1,290 @@
+"""`logcount sink`: carries the stage's totals from the output topic into MySQL `error_log`.
+
+Exactly-once into MySQL, the seed's transactional pattern: the rows and the consumed offsets are
+written in ONE MySQL transaction, and on (re)assignment the consumer seeks to the offsets stored
+in MySQL. Inside that transaction the stored offsets are locked (SELECT ... FOR UPDATE) and any
+record below them is skipped, so neither a replay nor a zombie sink after a rebalance can write an
+older total over a newer one. Offsets are also committed to Kafka afterwards, only for lag
+monitoring. SQL works on MariaDB and MySQL 8.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pymysql
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+
+from connectors import kafka_io
+from logcount.errors import DependencyError
+from logcount.settings import MySQLUrl, SinkSettings
+
+log = logging.getLogger("logcount.sink")
+
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS error_log (
+        log_time DATETIME PRIMARY KEY,
+        log_count INT NOT NULL
+    )""",
+    # 190 characters: the composite key stays under InnoDB's 3072-byte limit in utf8mb4.
+    """CREATE TABLE IF NOT EXISTS kafka_offsets (
+        group_id VARCHAR(190) NOT NULL,
+        topic VARCHAR(190) NOT NULL,
+        kafka_partition INT NOT NULL,
+        next_offset BIGINT NOT NULL,
+        PRIMARY KEY (group_id, topic, kafka_partition)
+    )""",
+)
+# VALUES(col) works on MariaDB and MySQL 8 (deprecated there, still accepted); MySQL 8's
+# `AS new` alias does not parse on MariaDB. The plain INSERT ... VALUES (%s, %s) shape is what
+# lets PyMySQL's executemany send one multi-row statement instead of a row at a time.
+UPSERT_COUNTS = (
+    "INSERT INTO error_log (log_time, log_count) VALUES (%s, %s) "
+    "ON DUPLICATE KEY UPDATE log_count = VALUES(log_count)"
+)
+UPSERT_OFFSETS = (
+    "INSERT INTO kafka_offsets (group_id, topic, kafka_partition, next_offset) "
+    "VALUES (%s, %s, %s, %s) ON DUPLICATE KEY UPDATE next_offset = VALUES(next_offset)"
+)
+LOCK_OFFSETS = (
+    "SELECT kafka_partition, next_offset FROM kafka_offsets "
+    "WHERE group_id = %s AND topic = %s FOR UPDATE"
+)
+
+# MySQL errors that mean "not now" (server gone, restarting, lock trouble): retry with backoff.
+_TRANSIENT = {2003, 2006, 2013, 2055, 1205, 1213, 1040, 1053, 1927}
+_ACCESS_DENIED = {1044, 1045, 1698}
+_UNKNOWN_DB = 1049
+# Why these: MySQL restarts take seconds; 0.5 s first retry, doubling to 10 s, keeps a restart
+# cheap to ride out without hammering a struggling server.
+BACKOFF_FIRST_S = 0.5
+BACKOFF_MAX_S = 10.0
+
+
+@dataclass(frozen=True)
+class Total:
+    partition: int
+    offset: int
+    log_time: str
+    log_count: int
+
+
+class MySQLStore:
+    """The sink's MySQL side: one connection, reconnecting with backoff on transient errors."""
+
+    def __init__(self, url: MySQLUrl, stop: threading.Event | None = None) -> None:
+        self.url = url
+        self.conn: pymysql.connections.Connection | None = None
+        self.stop = stop or threading.Event()
+
+    def _connect(self) -> pymysql.connections.Connection:
+        u = self.url
+        kw = dict(host=u.host, port=u.port, user=u.user, password=u.password,
+                  connect_timeout=5, read_timeout=30, write_timeout=30, autocommit=False,
+                  charset="utf8mb4")
+        try:
+            return pymysql.connect(database=u.database, **kw)
+        except pymysql.err.OperationalError as exc:
+            if exc.args[0] != _UNKNOWN_DB:
+                raise
+        conn = pymysql.connect(**kw)  # the database is missing: create it, then use it
+        with conn.cursor() as cur:
+            cur.execute(f"CREATE DATABASE IF NOT EXISTS `{u.database}`")
+            cur.execute(f"USE `{u.database}`")
+        return conn
+
+    def with_retry(self, doing: str, fn):
+        """Run fn(conn) in a transaction; on a transient error roll back, reconnect, retry."""
+        delay = BACKOFF_FIRST_S
+        while True:
+            try:
+                if self.conn is None:
+                    self.conn = self._connect()
+                result = fn(self.conn)
+                self.conn.commit()
+                return result
+            except pymysql.err.MySQLError as exc:
+                code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
+                self._drop()
+                if code in _ACCESS_DENIED:
+                    raise DependencyError(f"MySQL {self.url!r} refused us: {exc.args[-1]}") from exc
+                if code not in _TRANSIENT and not isinstance(exc, pymysql.err.InterfaceError):
+                    raise DependencyError(f"MySQL {doing}: {exc}") from exc
+                if self.stop.is_set():
+                    raise DependencyError(f"MySQL {doing}: stopping while MySQL is down") from exc
+                log.warning("MySQL %s failed (%s); retrying in %.1fs", doing, exc, delay)
+                self.stop.wait(delay)
+                delay = min(delay * 2, BACKOFF_MAX_S)
+
+    def _drop(self) -> None:
+        if self.conn is not None:
+            try:
+                self.conn.close()
+            except Exception:  # noqa: BLE001 - already broken
+                pass
+            self.conn = None
+
+    def ensure_schema(self) -> None:
+        def create(conn):
+            with conn.cursor() as cur:
+                for ddl in SCHEMA:
+                    cur.execute(ddl)
+
+        self.with_retry("creating tables", create)
+
+    def load_offsets(self, group: str, topic: str) -> dict[int, int]:
+        def load(conn):
+            with conn.cursor() as cur:
+                cur.execute("SELECT kafka_partition, next_offset FROM kafka_offsets "
+                            "WHERE group_id = %s AND topic = %s", (group, topic))
+                return {int(p): int(o) for p, o in cur.fetchall()}
+
+        return self.with_retry("reading offsets", load)
+
+    def apply(self, group: str, topic: str, totals: Sequence[Total]) -> dict[int, int]:
+        """Upsert the last total per minute and the next offsets, atomically; return the offsets.
+
+        Records below the stored offset of their partition were applied already (a replay, or a
+        zombie's late batch) and are skipped under the row lock.
+        """
+
+        def write(conn):
+            with conn.cursor() as cur:
+                cur.execute(LOCK_OFFSETS, (group, topic))
+                stored = {int(p): int(o) for p, o in cur.fetchall()}
+                last: dict[str, int] = {}
+                nxt: dict[int, int] = {}
+                for t in sorted(totals, key=lambda t: (t.partition, t.offset)):
+                    if t.offset < stored.get(t.partition, 0):
+                        continue
+                    last[t.log_time] = t.log_count
+                    nxt[t.partition] = t.offset + 1
+                if last:
+                    cur.executemany(UPSERT_COUNTS, sorted(last.items()))
+                if nxt:
+                    cur.executemany(UPSERT_OFFSETS,
+                                    [(group, topic, p, o) for p, o in sorted(nxt.items())])
+                return nxt
+
+        return self.with_retry("writing a batch", write)
+
+    def close(self) -> None:
+        self._drop()
+
+
+def decode(msg) -> Total | None:
+    try:
+        value = json.loads(msg.value())
+        return Total(msg.partition(), msg.offset(), str(value["log_time"]),
+                     int(value["log_count"]))
+    except (TypeError, ValueError, KeyError) as exc:
+        log.warning("skipping undecodable record %s/%d@%d: %s", msg.topic(), msg.partition(),
+                    msg.offset(), exc)
+        return None
+
+
+class Sink:
+    def __init__(self, s: SinkSettings) -> None:
+        self.s = s
+        self.stop = threading.Event()
+        self.store = MySQLStore(s.mysql, self.stop)
+        self.assigned: set[int] = set()
+        self.at_eof: set[int] = set()
+        self.applied = 0
+
+    def _on_assign(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
+        stored = self.store.load_offsets(self.s.group_id, self.s.topic)
+        for tp in parts:
+            tp.offset = stored.get(tp.partition, OFFSET_BEGINNING)
+        consumer.assign(parts)
+        self.assigned = {tp.partition for tp in parts}
+        self.at_eof -= {tp.partition for tp in parts}
+        log.info("assigned %s, starting at MySQL's offsets %s", sorted(self.assigned),
+                 {tp.partition: tp.offset for tp in parts})
+
+    def _on_revoke(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
+        self.assigned -= {tp.partition for tp in parts}
+        self.at_eof -= {tp.partition for tp in parts}
+
+    def run(self) -> int:
+        s = self.s
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, lambda *_: self.stop.set())
+        log.info("starting sink: %r", s)
+        self.store.ensure_schema()
+        adm = kafka_io.admin(s.bootstrap_servers, s.kafka_client_config)
+        if kafka_io.partitions_of(adm, s.topic) is None:
+            raise DependencyError(f"topic {s.topic} does not exist (has the stage run?)")
+        consumer = Consumer(kafka_io.client_config(s.bootstrap_servers, s.kafka_client_config, **{
+            "group.id": s.group_id,
+            # Only committed transactions: never an aborted total.
+            "isolation.level": "read_committed",
+            # Offsets live in MySQL; Kafka's copy is for lag monitoring only.
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "auto.offset.reset": "earliest",
+        }))
+        consumer.subscribe([s.topic], on_assign=self._on_assign, on_revoke=self._on_revoke)
+        try:
+            while not self.stop.is_set():
+                msgs = consumer.consume(10_000, 0.5)
+                batch: list[Total] = []
+                for msg in msgs:
+                    err = msg.error()
+                    if err is not None:
+                        if err.code() == KafkaError._PARTITION_EOF:
+                            self.at_eof.add(msg.partition())
+                        elif err.fatal():
+                            raise DependencyError(f"sink consumer: {err.str()}")
+                        else:
+                            log.warning("sink consumer: %s", err.str())
+                        continue
+                    self.at_eof.discard(msg.partition())
+                    total = decode(msg)
+                    if total is not None:
+                        batch.append(total)
+                if batch:
+                    nxt = self.store.apply(s.group_id, s.topic, batch)
+                    self.applied += len(batch)
+                    if nxt:
+                        consumer.commit(offsets=[TopicPartition(s.topic, p, o)
+                                                 for p, o in nxt.items()], asynchronous=True)
+                elif s.once and self.assigned and self.assigned <= self.at_eof:
+                    break
+        finally:
+            consumer.close()
+            self.store.close()
+        log.info("sink stopped; %d records applied", self.applied)
+        return 0
+
+
+def run_sink(s: SinkSettings) -> int:
+    return Sink(s).run()
+
+
+def read_table(url: MySQLUrl) -> dict[str, int]:
+    """error_log as {'YYYY-MM-DD HH:MM:00': count} (tests, demo)."""
+    conn = pymysql.connect(host=url.host, port=url.port, user=url.user, password=url.password,
+                           database=url.database)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT log_time, log_count FROM error_log ORDER BY log_time")
+            return {t.strftime("%Y-%m-%d %H:%M:00"): int(c) for t, c in cur.fetchall()}
+    finally:
+        conn.close()
+
+
+def wait_until(pred, timeout_s: float, step_s: float = 0.2) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(step_s)
+    return pred()

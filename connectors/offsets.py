@@ -1,0 +1,66 @@
+"""Planning the offset ranges of one batch (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+__all__ = ["OffsetRange", "plan_ranges", "resolve_starts"]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetRange:
+    partition: int
+    start: int  # first offset to read
+    end: int  # exclusive: the position a reader has after the range; what gets committed
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+
+def resolve_starts(committed: Mapping[int, int], earliest: Mapping[int, int],
+                   latest: Mapping[int, int], starting: str) -> dict[int, int]:
+    """Where each partition's next batch starts.
+
+    The group's committed offset is the only record of progress. A partition without one starts
+    at `earliest` or `latest` (--starting-offsets). A committed offset below the log start
+    (retention deleted records we never read) is moved up to the log start: those records are
+    gone, and reading from a deleted offset would fail the Spark job forever.
+    """
+    out = {}
+    for p in latest:
+        lo = earliest.get(p, 0)
+        if p in committed:
+            out[p] = max(committed[p], lo)
+        else:
+            out[p] = lo if starting == "earliest" else latest[p]
+    return out
+
+
+def plan_ranges(starts: Mapping[int, int], ends: Mapping[int, int],
+                max_records: int) -> list[OffsetRange]:
+    """Ranges [start, end) per partition, at most `max_records` offsets in all.
+
+    `ends` are last stable offsets (a read_committed reader's end), so a range never waits on an
+    open transaction. The cap is shared fairly: every partition with a backlog gets an equal share,
+    and what a small partition does not use goes to the others (water-filling), so one hot
+    partition cannot starve the rest and the batch is as large as the cap allows.
+    Offsets are counted, not records: markers and aborted records take offsets too, so a batch
+    holds at most `max_records` records.
+    """
+    backlog = {p: max(0, ends[p] - starts[p]) for p in ends if p in starts}
+    grant = dict.fromkeys(backlog, 0)
+    budget = max_records
+    hungry = sorted(p for p, n in backlog.items() if n > 0)
+    while budget > 0 and hungry:
+        share = max(1, budget // len(hungry))
+        for p in list(hungry):
+            take = min(share, backlog[p] - grant[p], budget)
+            grant[p] += take
+            budget -= take
+            if grant[p] == backlog[p]:
+                hungry.remove(p)
+            if budget == 0:
+                break
+    return [OffsetRange(p, starts[p], starts[p] + grant[p]) for p in sorted(grant) if grant[p]]

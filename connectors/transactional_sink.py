@@ -1,0 +1,170 @@
+"""Publishing one batch: results, DLQ records and input offsets in one Kafka transaction.
+
+The order inside `commit()` is the guarantee:
+  begin_transaction
+  produce totals + DLQ records           (invisible to read_committed readers until commit)
+  send_offsets_to_transaction            (the input offsets join the SAME transaction, so results
+                                          and progress commit or abort together; sent before
+                                          commit because after commit there is no transaction)
+  commit_transaction                     (one atomic step: all visible, offsets committed)
+`AtLeastOnceSink` is the deliberately weaker variant (benchmarks, proving the tests can fail):
+produce, flush, then commit offsets; a crash in between replays the batch.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+from connectors.kafka_io import client_config
+from logcount.errors import (
+    AbortableKafkaError,
+    FatalKafkaError,
+    RetriableKafkaError,
+    classify,
+)
+
+log = logging.getLogger("logcount.txn")
+
+# Why 60 s: the transaction is open only from begin to commit: producing the touched minutes and
+# at most MAX_MALFORMED_PER_BATCH DLQ records, sending offsets and committing - well under a
+# second normally; the Spark work happens BEFORE begin_transaction, so batch size does not count
+# against this. 60 s leaves room for a broker bounce mid-commit, while bounding how long a
+# crashed-and-not-restarted stage can stall read_committed readers of the output topic (a
+# restart aborts it at once via init_transactions). It must stay <= the broker's
+# transaction.max.timeout.ms (15 min by default). Overridable with --kafka-config.
+TRANSACTION_TIMEOUT_MS = 60_000
+# Why 30 s per call: longer than a leader election on a bounced broker; each call is retried
+# while librdkafka says retriable, so this bounds one attempt, not the whole operation.
+CALL_TIMEOUT_S = 30.0
+# Retriable errors are retried until this deadline, then treated as abortable (re-plan, redo).
+RETRY_DEADLINE_S = 120.0
+
+
+@dataclass(frozen=True)
+class OutRecord:
+    topic: str
+    key: bytes
+    value: bytes
+
+
+def _retrying(doing: str, call: Callable[[], object], deadline_s: float = RETRY_DEADLINE_S):
+    """Run `call`; repeat it while librdkafka says the error is retriable."""
+    deadline = time.monotonic() + deadline_s
+    while True:
+        try:
+            return call()
+        except KafkaException as exc:
+            err = classify(exc, doing)
+            if isinstance(err, RetriableKafkaError) and time.monotonic() < deadline:
+                log.warning("%s; retrying", err)
+                time.sleep(0.5)
+                continue
+            if isinstance(err, RetriableKafkaError):
+                raise AbortableKafkaError(f"{err} (still failing after {deadline_s:.0f}s)",
+                                          err.error) from exc
+            raise err from exc
+
+
+def _produce_all(producer: Producer, records: Sequence[OutRecord]) -> None:
+    for rec in records:
+        while True:
+            try:
+                producer.produce(rec.topic, rec.value, rec.key)
+                break
+            except BufferError:  # local queue full: let deliveries drain, then go on
+                producer.poll(0.1)
+            except KafkaException as exc:
+                raise classify(exc, "produce") from exc
+        producer.poll(0)
+
+
+class TransactionalSink:
+    """A transactional producer with a fixed transactional.id."""
+
+    def __init__(self, bootstrap: str, transactional_id: str, extra: dict[str, str],
+                 crash: Callable[[str], None] = lambda point: None) -> None:
+        conf = client_config(bootstrap, **{
+            "transactional.id": transactional_id,
+            "enable.idempotence": True,
+            "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
+            # Batch the results a little; commit_transaction flushes anyway.
+            "linger.ms": 5,
+        })
+        conf.update(extra)
+        self.producer = Producer(conf)
+        self._crash = crash
+
+    def init(self) -> None:
+        """Register our transactional.id: fences any predecessor and aborts its open transaction,
+        so read_committed readers are not stalled until its timeout."""
+        _retrying("init_transactions", lambda: self.producer.init_transactions(CALL_TIMEOUT_S))
+
+    def commit(self, records: Sequence[OutRecord], offsets: Sequence[TopicPartition],
+               group_metadata) -> None:
+        """Publish `records` and `offsets` atomically. Raises AbortableKafkaError after aborting
+        (the caller re-plans and redoes the batch), FatalKafkaError/FencedError when done for."""
+        p = self.producer
+        try:
+            _retrying("begin_transaction", p.begin_transaction)
+            _produce_all(p, records)
+            self._crash("after_produce")
+            # Always with a timeout: it can hang while the group coordinator is down
+            # (librdkafka #3013); expiry surfaces as retriable, then abortable.
+            _retrying("send_offsets_to_transaction",
+                      lambda: p.send_offsets_to_transaction(list(offsets), group_metadata,
+                                                            CALL_TIMEOUT_S))
+            self._crash("after_send_offsets")
+            # commit_transaction may be called again after a retriable error: it resumes.
+            _retrying("commit_transaction", lambda: p.commit_transaction(CALL_TIMEOUT_S))
+        except AbortableKafkaError:
+            self.abort()
+            raise
+
+    def abort(self) -> None:
+        try:
+            _retrying("abort_transaction", lambda: self.producer.abort_transaction(CALL_TIMEOUT_S))
+        except AbortableKafkaError as exc:
+            # Abort itself failing for two minutes means the producer is unusable.
+            raise FatalKafkaError(f"abort_transaction failed: {exc}") from exc
+
+    def close(self) -> None:
+        self.producer.flush(5)
+
+
+class AtLeastOnceSink:
+    """No transaction: produce and flush, then commit the offsets. A crash between the two
+    replays the batch and over-counts - kept to measure the cost of exactly-once and to prove
+    that the fault tests can catch it."""
+
+    def __init__(self, bootstrap: str, consumer: Consumer, extra: dict[str, str],
+                 crash: Callable[[str], None] = lambda point: None) -> None:
+        conf = client_config(bootstrap, **{"enable.idempotence": True, "linger.ms": 5})
+        conf.update(extra)
+        self.producer = Producer(conf)
+        self.consumer = consumer
+        self._crash = crash
+
+    def init(self) -> None:
+        pass
+
+    def commit(self, records: Sequence[OutRecord], offsets: Sequence[TopicPartition],
+               group_metadata) -> None:
+        _produce_all(self.producer, records)
+        remaining = self.producer.flush(CALL_TIMEOUT_S)
+        if remaining:
+            raise AbortableKafkaError(f"{remaining} records not delivered in {CALL_TIMEOUT_S}s")
+        self._crash("after_produce")
+        self._crash("after_send_offsets")
+        _retrying("commit offsets",
+                  lambda: self.consumer.commit(offsets=list(offsets), asynchronous=False))
+
+    def abort(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.producer.flush(5)

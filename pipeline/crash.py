@@ -1,0 +1,31 @@
+"""Deterministic crash points for fault tests, enabled only by an environment variable.
+
+`LOGCOUNT_CRASH_AT=after_collect|after_produce|after_send_offsets|after_commit[:N]` makes the
+stage die with os._exit (no cleanup, no flush: like a kill -9) at that point of batch N (1-based,
+counted from the process start; default 1).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+POINTS = ("after_collect", "after_produce", "after_send_offsets", "after_commit")
+CRASH_EXIT_CODE = 86
+
+
+class CrashPoints:
+    def __init__(self, spec: str | None = None) -> None:
+        spec = os.environ.get("LOGCOUNT_CRASH_AT", "") if spec is None else spec
+        point, _, batch = spec.partition(":")
+        if point and point not in POINTS:
+            raise ValueError(f"LOGCOUNT_CRASH_AT: unknown point {point!r}; one of {POINTS}")
+        self.point = point or None
+        self.at_batch = int(batch) if batch else 1
+        self.batch = 0
+
+    def __call__(self, point: str) -> None:
+        if self.point == point and self.batch == self.at_batch:
+            print(f"logcount: crash point {point} of batch {self.batch}: exiting now",
+                  file=sys.stderr, flush=True)
+            os._exit(CRASH_EXIT_CODE)

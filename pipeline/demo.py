@@ -1,0 +1,57 @@
+"""`logcount demo`: the whole road on the embedded stack, then the table and the verdict."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+import pymysql
+
+from connectors import stack
+from connectors.mysql_sink import read_table, run_sink
+from connectors.produce import produce_lines
+from logcount.settings import DemoSettings, MySQLUrl, RunSettings, SinkSettings
+from pipeline.driver import run_stage
+from pipeline.synthetic import synthetic_lines
+
+log = logging.getLogger("logcount.demo")
+
+# The demo's own database, recreated on every run, so the table it shows holds this run only.
+DEMO_DATABASE = "logcount_demo"
+
+
+def run_demo(s: DemoSettings) -> int:
+    stack.up(spark_cluster=s.master.startswith("spark://"), log=log.info)
+    run_id = uuid.uuid4().hex[:8]
+    topics = {k: f"demo-{run_id}-{k}" for k in ("logs", "counts", "dlq")}
+    url = MySQLUrl("root", "", stack.HOST, stack.MYSQL_PORT, DEMO_DATABASE)
+    conn = pymysql.connect(host=url.host, port=url.port, user=url.user, autocommit=True)
+    with conn.cursor() as cur:
+        cur.execute(f"DROP DATABASE IF EXISTS {DEMO_DATABASE}")
+        cur.execute(f"CREATE DATABASE {DEMO_DATABASE}")
+    conn.close()
+
+    print(f"demo: producing {s.lines} synthetic lines (seed {s.seed}) to {topics['logs']}")
+    n, expected = produce_lines(stack.BOOTSTRAP, topics["logs"], synthetic_lines(s.lines, s.seed))
+    print(f"demo: running the stage once ({s.master}): {topics['logs']} -> {topics['counts']}")
+    run_stage(RunSettings(once=True, input_topic=topics["logs"], output_topic=topics["counts"],
+                          dlq_topic=topics["dlq"], group_id=f"demo-{run_id}",
+                          transactional_id=f"demo-{run_id}", master=s.master))
+    print(f"demo: running the sink once: {topics['counts']} -> MySQL {url!r} error_log")
+    run_sink(SinkSettings(once=True, topic=topics["counts"], group_id=f"demo-sink-{run_id}",
+                          mysql_url=repr(url)))
+    table = read_table(url)
+
+    print("\nerror_log (first 10 minutes):")
+    print("  log_time             log_count")
+    for minute, count in list(table.items())[:10]:
+        print(f"  {minute}  {count:>9}")
+    print(f"  ... {len(table)} minutes, {sum(table.values())} ERROR lines in all")
+    ok = table == expected
+    missing = {m for m in expected if table.get(m) != expected[m]}
+    extra = set(table) - set(expected)
+    print(f"\nexpected (recomputed from the {n} produced lines): {len(expected)} minutes, "
+          f"{sum(expected.values())} ERROR lines")
+    print("RESULT: error_log EQUALS the expectation" if ok else
+          f"RESULT: MISMATCH: {len(missing)} minutes differ, {len(extra)} unexpected")
+    return 0 if ok else 1

@@ -1,0 +1,45 @@
+import pytest
+
+from connectors.offsets import OffsetRange, plan_ranges, resolve_starts
+
+pytestmark = pytest.mark.unit
+
+
+def test_plan_takes_everything_under_the_cap():
+    assert plan_ranges({0: 5, 1: 0}, {0: 10, 1: 3}, 100) == [
+        OffsetRange(0, 5, 10), OffsetRange(1, 0, 3)
+    ]
+
+
+def test_plan_skips_partitions_without_backlog():
+    assert plan_ranges({0: 10, 1: 2}, {0: 10, 1: 4}, 100) == [OffsetRange(1, 2, 4)]
+
+
+def test_plan_shares_the_cap_fairly_and_redistributes_leftovers():
+    ranges = plan_ranges({0: 0, 1: 0, 2: 0}, {0: 2, 1: 1000, 2: 1000}, 100)
+    sizes = {r.partition: r.size for r in ranges}
+    assert sum(sizes.values()) == 100
+    assert sizes[0] == 2
+    assert abs(sizes[1] - sizes[2]) <= 1
+
+
+def test_plan_cap_smaller_than_partition_count_still_progresses():
+    ranges = plan_ranges({0: 0, 1: 0, 2: 0}, {0: 5, 1: 5, 2: 5}, 2)
+    assert sum(r.size for r in ranges) == 2
+
+
+def test_plan_never_exceeds_ends_or_goes_backwards():
+    for cap in (1, 7, 50, 10_000):
+        ranges = plan_ranges({0: 3, 1: 9}, {0: 40, 1: 9}, cap)
+        for r in ranges:
+            assert 0 < r.size <= cap and r.start in (3, 9) and r.end <= {0: 40, 1: 9}[r.partition]
+
+
+def test_resolve_starts_prefers_committed_then_starting_offsets():
+    earliest, latest = {0: 0, 1: 0, 2: 10}, {0: 50, 1: 60, 2: 70}
+    assert resolve_starts({0: 20}, earliest, latest, "earliest") == {0: 20, 1: 0, 2: 10}
+    assert resolve_starts({0: 20}, earliest, latest, "latest") == {0: 20, 1: 60, 2: 70}
+
+
+def test_resolve_starts_moves_a_deleted_committed_offset_to_the_log_start():
+    assert resolve_starts({0: 5}, {0: 30}, {0: 50}, "earliest") == {0: 30}
