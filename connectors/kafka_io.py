@@ -25,7 +25,9 @@ REQUEST_TIMEOUT_S = 15.0
 
 def client_config(bootstrap: str, extra: Mapping[str, str] | None = None, **kw: object) -> dict:
     """Base librdkafka config; `extra` (from --kafka-config) wins over our defaults."""
-    conf: dict = {"bootstrap.servers": bootstrap, **kw}
+    # log_level 4: librdkafka's warnings and errors only; its info lines (e.g. purging queues
+    # at shutdown) are noise on an operator's stderr.
+    conf: dict = {"bootstrap.servers": bootstrap, "log_level": 4, **kw}
     conf.update(extra or {})
     return conf
 

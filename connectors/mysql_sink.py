@@ -10,6 +10,7 @@ monitoring. SQL works on MariaDB and MySQL 8.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import signal
@@ -124,10 +125,8 @@ class MySQLStore:
 
     def _drop(self) -> None:
         if self.conn is not None:
-            try:
+            with contextlib.suppress(Exception):  # already broken
                 self.conn.close()
-            except Exception:  # noqa: BLE001 - already broken
-                pass
             self.conn = None
 
     def ensure_schema(self) -> None:

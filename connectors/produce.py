@@ -83,10 +83,8 @@ def produce_lines(bootstrap: str, topic: str, lines: Iterable[bytes], partitions
 
 
 def run_produce(s: ProduceSettings) -> int:
-    if s.file is not None:
-        lines = file_lines(s.file)
-    else:
-        lines = synthetic_lines(s.synthetic or 0, s.seed)
+    lines = (file_lines(s.file) if s.file is not None
+             else synthetic_lines(s.synthetic or 0, s.seed))
     n, expected = produce_lines(s.bootstrap_servers, s.topic, lines, s.partitions,
                                 s.kafka_client_config, s.level)
     if s.expect:

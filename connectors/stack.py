@@ -178,7 +178,8 @@ class Service:
 def _java() -> str:
     java = shutil.which("java")
     if not java:
-        raise StackError("java not found: install a JDK 17 (apt-get install openjdk-17-jdk-headless)")
+        raise StackError("java not found: install a JDK 17 "
+                         "(apt-get install openjdk-17-jdk-headless)")
     return java
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -86,14 +87,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-                        stream=sys.stderr)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         args = build_parser().parse_args(argv)
         return args.handler(args)
     except LogcountError as exc:
-        print(f"logcount: error: {exc}", file=sys.stderr)
-        return exc.exit_code
+        print(f"logcount: error: {exc}", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        # Exit now: interpreter teardown would destroy Kafka clients and the Spark gateway,
+        # whose own shutdown chatter would bury the one line that says what went wrong.
+        os._exit(exc.exit_code)
     except KeyboardInterrupt:
         return 130
 

@@ -135,7 +135,9 @@ _KAFKA_CONFIG_HELP = (
 class RunSettings(_Settings):
     """`logcount run`: the Spark stage."""
 
-    once: bool = field(default=False, metadata=opt("process what is readable at start, commit, exit"))
+    once: bool = field(
+        default=False, metadata=opt("process what is readable at start, commit, exit")
+    )
     bootstrap_servers: str = field(default=_KAFKA, metadata=opt("Kafka bootstrap servers"))
     input_topic: str = field(default="logs", metadata=opt("topic of raw log lines"))
     output_topic: str = field(
@@ -355,3 +357,7 @@ def reference_markdown() -> str:
             out.append(f"| `{_flag(f)}` | `{_env(f)}` | {default} | {f.metadata['help']} |")
         out.append("")
     return "\n".join(out)
+
+
+if __name__ == "__main__":
+    print(reference_markdown())

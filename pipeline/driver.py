@@ -7,6 +7,7 @@ directory, so there is nothing else to get out of step.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import signal
@@ -51,10 +52,8 @@ class StopFlag:
                 log.info("signal %s: stopping after the current step", signal.Signals(signum).name)
                 self.event.set()
                 for cb in self.on_stop:
-                    try:
+                    with contextlib.suppress(Exception):  # best effort from a signal handler
                         cb()
-                    except Exception:  # noqa: BLE001 - best effort from a signal handler
-                        pass
 
         signal.signal(signal.SIGTERM, handler)
         signal.signal(signal.SIGINT, handler)

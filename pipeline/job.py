@@ -94,8 +94,8 @@ def parsed_frame(df, level: str):
     v = F.col("value")
     n = F.coalesce(F.length(v), F.lit(0))
     # One trailing \r is ignored (contract).
-    line = F.when(F.substring(v, -1, 1) == F.lit(b"\r"), F.expr("substring(value, 1, length(value) - 1)")
-                  ).otherwise(v)
+    line = F.when(F.substring(v, -1, 1) == F.lit(b"\r"),
+                  F.expr("substring(value, 1, length(value) - 1)")).otherwise(v)
     text = F.coalesce(line.cast("string"), F.lit(""))
     ts = F.regexp_extract(text, _PREFIX_RE, 1)
     lvl = F.regexp_extract(text, _PREFIX_RE, 2)

@@ -1,0 +1,122 @@
+"""Helpers for integration and chaos tests: run the CLI, read topics back, check offsets."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+from confluent_kafka.admin import OffsetSpec
+
+from connectors import kafka_io
+
+LOGCOUNT = [sys.executable, "-m", "logcount.cli"]
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cli(*args: str, env: dict | None = None, timeout: float = 600,
+        check: bool = True) -> subprocess.CompletedProcess:
+    """Run `logcount ARGS...` as a real process; return it with its stderr."""
+    proc = subprocess.run([*LOGCOUNT, *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})}, cwd=ROOT)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"logcount {' '.join(args)} exited {proc.returncode}:\n"
+                             f"{proc.stderr[-4000:]}")
+    return proc
+
+
+def start_cli(*args: str, env: dict | None = None, log_path: Path | None = None):
+    out = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115
+    return subprocess.Popen([*LOGCOUNT, *args], stdout=out, stderr=subprocess.STDOUT,
+                            env={**os.environ, **(env or {})}, cwd=ROOT)
+
+
+def stage_args(endpoints, names, *extra: str) -> list[str]:
+    return ["run", "--bootstrap-servers", endpoints.bootstrap,
+            "--input-topic", names.topic("in"), "--output-topic", names.topic("out"),
+            "--dlq-topic", names.topic("dlq"), "--group-id", names.group,
+            "--transactional-id", names.txn_id, "--master", "local[2]", *extra]
+
+
+def sink_args(endpoints, names, url, *extra: str) -> list[str]:
+    return ["sink", "--bootstrap-servers", endpoints.bootstrap, "--topic", names.topic("out"),
+            "--group-id", names.group + "-sink", "--mysql-url", _url(url), *extra]
+
+
+def _url(url) -> str:
+    pw = f":{url.password}" if url.password else ""
+    return f"mysql://{url.user}{pw}@{url.host}:{url.port}/{url.database}"
+
+
+def read_all(bootstrap: str, topic: str, committed_only: bool = True,
+             timeout_s: float = 60.0) -> list:
+    """Every record of `topic` in offset order per partition (read_committed by default)."""
+    adm = kafka_io.admin(bootstrap)
+    parts = kafka_io.partitions_of(adm, topic) or []
+    ends = kafka_io.list_offsets(adm, topic, parts, OffsetSpec.latest(), committed_only)
+    todo = {p for p in parts if ends[p] > 0}
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap, "group.id": f"reader-{time.time_ns()}",
+        "isolation.level": "read_committed" if committed_only else "read_uncommitted",
+        "enable.auto.commit": False, "enable.partition.eof": True,
+    })
+    out = []
+    try:
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in todo])
+        deadline = time.monotonic() + timeout_s
+        while todo and time.monotonic() < deadline:
+            for msg in consumer.consume(1000, 0.5):
+                if msg.error():
+                    if msg.error().code() == KafkaError._PARTITION_EOF:
+                        todo.discard(msg.partition())
+                    continue
+                out.append(msg)
+        assert not todo, f"did not reach the end of {topic} partitions {todo}"
+    finally:
+        consumer.close()
+    return out
+
+
+def totals_history(msgs) -> dict[str, list[int]]:
+    """Per minute, every total the output topic published, in order."""
+    hist: dict[str, list[int]] = defaultdict(list)
+    for m in sorted(msgs, key=lambda m: (m.partition(), m.offset())):
+        v = json.loads(m.value())
+        assert m.key().decode() == v["log_time"]
+        hist[v["log_time"]].append(v["log_count"])
+    return dict(hist)
+
+
+def last_totals(msgs) -> dict[str, int]:
+    return {k: v[-1] for k, v in totals_history(msgs).items()}
+
+
+def group_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int]:
+    adm = kafka_io.admin(bootstrap)
+    parts = kafka_io.partitions_of(adm, topic) or []
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        return kafka_io.committed_offsets(c, topic, parts)
+    finally:
+        c.close()
+
+
+def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
+    adm = kafka_io.admin(bootstrap)
+    parts = kafka_io.partitions_of(adm, topic) or []
+    return kafka_io.list_offsets(adm, topic, parts, OffsetSpec.latest())
+
+
+def wait_for(pred, timeout_s: float, step_s: float = 0.25, what: str = "condition"):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        got = pred()
+        if got:
+            return got
+        time.sleep(step_s)
+    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
