@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Iterable, Mapping
@@ -17,6 +18,8 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec
 
 from logcount.errors import ConfigError, DependencyError
+
+log = logging.getLogger("logcount.kafka")
 
 # Why 15 s: long enough for a broker under load (or restarting) to answer metadata, short enough
 # that an unreachable broker is reported within one operator glance.
@@ -34,6 +37,25 @@ def client_config(bootstrap: str, extra: Mapping[str, str] | None = None, **kw: 
 
 def admin(bootstrap: str, extra: Mapping[str, str] | None = None) -> AdminClient:
     return AdminClient(client_config(bootstrap, extra))
+
+
+def wait_for_broker(bootstrap: str, extra: Mapping[str, str] | None,
+                    timeout_s: float) -> AdminClient:
+    """An AdminClient once the cluster answers metadata; retries until `timeout_s`, then one
+    clear DependencyError. A broker that is restarting answers again within seconds."""
+    adm = admin(bootstrap, extra)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            adm.list_topics(timeout=min(5.0, max(0.5, deadline - time.monotonic())))
+            return adm
+        except KafkaException as exc:
+            reason = exc.args[0].str() if exc.args else str(exc)
+            if time.monotonic() >= deadline:
+                raise DependencyError(f"Kafka at {bootstrap} unreachable after "
+                                      f"{timeout_s:.0f}s of retries: {reason}") from exc
+            log.warning("Kafka at %s not answering (%s); retrying", bootstrap, reason)
+            time.sleep(1.0)
 
 
 def _wait(futures: Mapping, doing: str, timeout: float = REQUEST_TIMEOUT_S) -> dict:

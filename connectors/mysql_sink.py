@@ -218,7 +218,8 @@ class Sink:
                 signal.signal(sig, lambda *_: self.stop.set())
         log.info("starting sink: %r", s)
         self.store.ensure_schema()
-        adm = kafka_io.admin(s.bootstrap_servers, s.kafka_client_config)
+        adm = kafka_io.wait_for_broker(s.bootstrap_servers, s.kafka_client_config,
+                                       s.startup_timeout)
         if kafka_io.partitions_of(adm, s.topic) is None:
             raise DependencyError(f"topic {s.topic} does not exist (has the stage run?)")
         consumer = Consumer(kafka_io.client_config(s.bootstrap_servers, s.kafka_client_config, **{

@@ -169,6 +169,9 @@ class RunSettings(_Settings):
     input_partitions: int = field(
         default=4, metadata=opt("partitions of the input topic when the stage creates it")
     )
+    startup_timeout: float = field(
+        default=60.0, metadata=opt("seconds to keep retrying an unreachable broker at start")
+    )
     kafka_config: tuple[str, ...] = field(default=(), metadata=opt(_KAFKA_CONFIG_HELP))
 
     def validate(self) -> RunSettings:
@@ -196,6 +199,9 @@ class SinkSettings(_Settings):
     group_id: str = field(default="logcount-sink", metadata=opt("the sink's consumer group"))
     mysql_url: str = field(
         default=_MYSQL, metadata=opt("mysql://USER[:PASSWORD]@HOST:PORT/DATABASE")
+    )
+    startup_timeout: float = field(
+        default=60.0, metadata=opt("seconds to keep retrying an unreachable broker at start")
     )
     kafka_config: tuple[str, ...] = field(default=(), metadata=opt(_KAFKA_CONFIG_HELP))
 

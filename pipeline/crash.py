@@ -1,13 +1,15 @@
-"""Deterministic crash points for fault tests, enabled only by an environment variable.
+"""Deterministic crash points for fault tests, enabled only by environment variables.
 
 `LOGCOUNT_CRASH_AT=after_collect|after_produce|after_send_offsets|after_commit[:N]` makes the
 stage die with os._exit (no cleanup, no flush: like a kill -9) at that point of batch N (1-based,
-counted from the process start; default 1).
+counted from the process start; default 1). With `LOGCOUNT_CRASH_MODE=stop` the process stops
+itself with SIGSTOP there instead (a hung process), and goes on when sent SIGCONT.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 POINTS = ("after_collect", "after_produce", "after_send_offsets", "after_commit")
@@ -15,17 +17,25 @@ CRASH_EXIT_CODE = 86
 
 
 class CrashPoints:
-    def __init__(self, spec: str | None = None) -> None:
+    def __init__(self, spec: str | None = None, mode: str | None = None) -> None:
         spec = os.environ.get("LOGCOUNT_CRASH_AT", "") if spec is None else spec
+        self.mode = mode or os.environ.get("LOGCOUNT_CRASH_MODE", "exit")
         point, _, batch = spec.partition(":")
         if point and point not in POINTS:
             raise ValueError(f"LOGCOUNT_CRASH_AT: unknown point {point!r}; one of {POINTS}")
+        if self.mode not in ("exit", "stop"):
+            raise ValueError("LOGCOUNT_CRASH_MODE must be exit or stop")
         self.point = point or None
         self.at_batch = int(batch) if batch else 1
         self.batch = 0
 
     def __call__(self, point: str) -> None:
-        if self.point == point and self.batch == self.at_batch:
-            print(f"logcount: crash point {point} of batch {self.batch}: exiting now",
-                  file=sys.stderr, flush=True)
+        if self.point != point or self.batch != self.at_batch:
+            return
+        print(f"logcount: crash point {point} of batch {self.batch}: "
+              f"{'stopping (SIGSTOP)' if self.mode == 'stop' else 'exiting now'}",
+              file=sys.stderr, flush=True)
+        if self.mode == "stop":
+            os.kill(os.getpid(), signal.SIGSTOP)
+        else:
             os._exit(CRASH_EXIT_CODE)

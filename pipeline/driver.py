@@ -33,6 +33,13 @@ log = logging.getLogger("logcount.stage")
 # The DLQ keeps malformed lines for 90 days: long enough for someone to notice and replay them.
 DLQ_RETENTION_MS = str(90 * 24 * 3600 * 1000)
 RESTORE_TIMEOUT_S = 300.0
+# A batch that fails before its transaction opens (broker bouncing under the plan, a Spark task
+# losing its Kafka connection) is simply re-planned: nothing was published. Backoff doubles from
+# 1 s to 15 s; 20 failures in a row (about 4 minutes) means the cause is not passing, and the
+# stage exits with the last error rather than spinning silently.
+RETRY_FIRST_S = 1.0
+RETRY_MAX_S = 15.0
+MAX_CONSECUTIVE_FAILURES = 20
 
 
 class StopFlag:
@@ -136,8 +143,9 @@ class Stage:
         self.extra = s.kafka_client_config
         self.crash = CrashPoints()
         self.stop = StopFlag()
-        self.admin = kafka_io.admin(s.bootstrap_servers, self.extra)
+        self.admin = kafka_io.wait_for_broker(s.bootstrap_servers, self.extra, s.startup_timeout)
         self.batches = 0
+        self.failures = 0
 
     # -- start --------------------------------------------------------------------------------
     def ensure_topics(self) -> None:
@@ -184,6 +192,18 @@ class Stage:
         sink.commit(records, tps, consumer.consumer_group_metadata())
         return updates
 
+    def transient_failure(self, doing: str, exc: Exception) -> None:
+        """Log, back off and let the loop re-plan; give up after too many in a row."""
+        self.failures += 1
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+        if self.failures >= MAX_CONSECUTIVE_FAILURES:
+            raise DependencyError(f"{doing} failed {self.failures} times in a row; last: "
+                                  f"{first_line[:500]}") from exc
+        delay = min(RETRY_FIRST_S * 2 ** (self.failures - 1), RETRY_MAX_S)
+        log.warning("%s failed (%s); re-planning in %.0fs (%d in a row)", doing,
+                    first_line[:300], delay, self.failures)
+        self.stop.event.wait(delay)
+
     def run(self) -> int:
         s = self.s
         log.info("starting stage: %r", s)
@@ -206,7 +226,11 @@ class Stage:
             limit = kafka_io.list_offsets(self.admin, s.input_topic, parts, OffsetSpec.latest())
         try:
             while not self.stop.set:
-                plan = self.plan(consumer, limit)
+                try:
+                    plan = self.plan(consumer, limit)
+                except DependencyError as exc:
+                    self.transient_failure("planning", exc)
+                    continue
                 if not plan.ranges and not plan.commit_offsets:
                     if s.once:
                         break
@@ -218,10 +242,11 @@ class Stage:
                 try:
                     result = compute_batch(spark, s.bootstrap_servers, s.input_topic, plan.ranges,
                                            s.level, self.extra)
-                except Exception:
+                except Exception as exc:  # noqa: BLE001 - Spark/py4j errors have no common base
                     if self.stop.set:  # cancelled by the signal handler: nothing is open
                         break
-                    raise
+                    self.transient_failure("the Spark job", exc)
+                    continue
                 t1 = time.monotonic()
                 self.crash("after_collect")
                 try:
@@ -229,7 +254,9 @@ class Stage:
                 except AbortableKafkaError as exc:
                     log.warning("batch %d aborted (%s); re-planning from committed offsets",
                                 self.batches, exc)
+                    self.transient_failure("the transaction", exc)
                     continue
+                self.failures = 0
                 t2 = time.monotonic()
                 # Only now, after the commit, do the in-memory totals move.
                 totals.update(updates)

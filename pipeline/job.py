@@ -136,6 +136,9 @@ def read_ranges(spark, bootstrap: str, topic: str, ranges: Sequence[OffsetRange]
         # Offsets we planned must exist: data loss (a range deleted under us) fails the batch,
         # which is then re-planned from the log start, rather than being skipped silently.
         .option("failOnDataLoss", "true")
+        # A poll that brings nothing for 30 s (broker down) fails the task soon, and the driver
+        # re-plans the batch, instead of waiting Spark's default 120 s network timeout.
+        .option("kafkaConsumer.pollTimeoutMs", "30000")
     )
     for k, val in kafka_options.items():
         reader = reader.option(f"kafka.{k}", val)

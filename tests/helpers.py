@@ -96,12 +96,24 @@ def last_totals(msgs) -> dict[str, int]:
     return {k: v[-1] for k, v in totals_history(msgs).items()}
 
 
-def group_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int]:
+def group_offsets(bootstrap: str, group: str, topic: str,
+                  timeout_s: float = 120.0) -> dict[int, int]:
+    """The group's committed offsets. While a transaction that sent offsets for the group is
+    still open (a crashed stage's), the broker calls them unstable and the fetch waits; keep
+    asking until the transaction is resolved (aborted by a restart or its timeout)."""
+    from logcount.errors import DependencyError
+
     adm = kafka_io.admin(bootstrap)
     parts = kafka_io.partitions_of(adm, topic) or []
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "log_level": 0})
+    deadline = time.monotonic() + timeout_s
     try:
-        return kafka_io.committed_offsets(c, topic, parts)
+        while True:
+            try:
+                return kafka_io.committed_offsets(c, topic, parts)
+            except DependencyError:
+                if time.monotonic() > deadline:
+                    raise
     finally:
         c.close()
 

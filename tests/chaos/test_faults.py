@@ -1,0 +1,149 @@
+"""Deterministic faults: crash points, zombie fencing, a hung stage, missing dependencies."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+from confluent_kafka.admin import OffsetSpec
+
+from connectors import kafka_io
+from pipeline.crash import CRASH_EXIT_CODE, POINTS
+from tests.helpers import (
+    cli,
+    end_offsets,
+    group_offsets,
+    sink_args,
+    stage_args,
+    start_cli,
+    wait_for,
+)
+from tests.integration.input_builder import build_input
+from tests.integration.test_stage import assert_exact
+
+pytestmark = pytest.mark.chaos
+BATCH = 500
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_crash_point_then_restart_is_exact(endpoints, names, mysql_db, point):
+    inp = build_input(endpoints.bootstrap, names.topic("in"), names.txn_id + "-producer")
+    total = sum(end_offsets(endpoints.bootstrap, names.topic("in")).values())
+    assert total > 3 * BATCH
+    # A short transaction timeout: the broker aborts the crashed stage's transaction soon, so
+    # the group's offsets become readable (stable) for the check below before any restart.
+    proc = cli(*stage_args(endpoints, names, "--once", "--max-records-per-batch", str(BATCH),
+                           "--kafka-config", "transaction.timeout.ms=8000"),
+               env={"LOGCOUNT_CRASH_AT": f"{point}:2"}, check=False)
+    assert proc.returncode == CRASH_EXIT_CODE, proc.stderr[-2000:]
+    # Batch 2 is in the group's offsets exactly when the crash came after its commit.
+    done = sum(group_offsets(endpoints.bootstrap, names.group, names.topic("in")).values())
+    assert done == (2 if point == "after_commit" else 1) * BATCH
+    cli(*stage_args(endpoints, names, "--once", "--max-records-per-batch", str(BATCH)))
+    cli(*sink_args(endpoints, names, mysql_db, "--once"))
+    assert_exact(endpoints, names, inp, mysql_db)
+
+
+def test_a_zombie_stage_is_fenced_and_results_stay_exact(endpoints, names, mysql_db, tmp_path):
+    inp = build_input(endpoints.bootstrap, names.topic("in"), names.txn_id + "-producer",
+                      n_plain=20_000, n_txn=1200)
+    args = stage_args(endpoints, names, "--max-records-per-batch", "300",
+                      "--trigger-interval", "0.2")
+    old = start_cli(*args, log_path=tmp_path / "old.log")
+    new = None
+    try:
+        wait_for(lambda: group_offsets(endpoints.bootstrap, names.group, names.topic("in")),
+                 timeout_s=180, what="the old stage's first commit")
+        new = start_cli(*args, log_path=tmp_path / "new.log")
+        assert old.wait(180) == 1, "the fenced stage must exit non-zero"
+        last = (tmp_path / "old.log").read_text().strip().splitlines()[-1]
+        assert last.startswith("logcount: error:") and "fenced" in last, last
+        ends = end_offsets(endpoints.bootstrap, names.topic("in"))
+        wait_for(lambda: group_offsets(endpoints.bootstrap, names.group,
+                                       names.topic("in")) == ends,
+                 timeout_s=300, what="the new stage to finish the input")
+        new.send_signal(signal.SIGTERM)
+        assert new.wait(60) == 0
+    finally:
+        for p in (old, new):
+            if p is not None and p.poll() is None:
+                p.kill()
+    cli(*sink_args(endpoints, names, mysql_db, "--once"))
+    assert_exact(endpoints, names, inp, mysql_db)
+
+
+def _state(pid: int) -> str:
+    return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+
+
+def _open_transaction(bootstrap: str, topic: str) -> bool:
+    adm = kafka_io.admin(bootstrap)
+    parts = kafka_io.partitions_of(adm, topic) or []
+    stable = kafka_io.list_offsets(adm, topic, parts, OffsetSpec.latest(), committed_only=True)
+    high = kafka_io.list_offsets(adm, topic, parts, OffsetSpec.latest(), committed_only=False)
+    return stable != high
+
+
+def test_a_stage_hung_past_the_transaction_timeout_is_aborted_by_the_broker(
+        endpoints, names, mysql_db, tmp_path):
+    inp = build_input(endpoints.bootstrap, names.topic("in"), names.txn_id + "-producer")
+    log_path = tmp_path / "stage.log"
+    stage = start_cli(
+        *stage_args(endpoints, names, "--max-records-per-batch", str(BATCH),
+                    "--trigger-interval", "0.2",
+                    "--kafka-config", "transaction.timeout.ms=5000"),
+        env={"LOGCOUNT_CRASH_AT": "after_produce:2", "LOGCOUNT_CRASH_MODE": "stop"},
+        log_path=log_path)
+    try:
+        wait_for(lambda: _state(stage.pid) == "T", timeout_s=180, what="the stage to hang")
+        assert _open_transaction(endpoints.bootstrap, names.topic("out")), \
+            "the hung stage's transaction must be open and holding read_committed readers"
+        # The broker aborts it after transaction.timeout.ms (+ its 10 s cleanup interval).
+        wait_for(lambda: not _open_transaction(endpoints.bootstrap, names.topic("out")),
+                 timeout_s=60, what="the broker to abort the hung transaction")
+        os.kill(stage.pid, signal.SIGCONT)
+        # On resume the stage notices: it either redoes the batch or exits with one line.
+        ends = end_offsets(endpoints.bootstrap, names.topic("in"))
+        wait_for(lambda: stage.poll() is not None or group_offsets(
+            endpoints.bootstrap, names.group, names.topic("in")) == ends,
+            timeout_s=180, what="the stage to react after resuming")
+        text = log_path.read_text()
+        if stage.poll() is not None:
+            assert stage.returncode == 1
+            assert text.strip().splitlines()[-1].startswith("logcount: error:")
+        else:
+            assert "aborted" in text
+            stage.send_signal(signal.SIGTERM)
+            assert stage.wait(60) == 0
+    finally:
+        if stage.poll() is None:
+            os.kill(stage.pid, signal.SIGCONT)
+            stage.kill()
+    cli(*stage_args(endpoints, names, "--once"))
+    cli(*sink_args(endpoints, names, mysql_db, "--once"))
+    assert_exact(endpoints, names, inp, mysql_db)
+
+
+def test_an_unreachable_broker_is_retried_then_one_clear_line():
+    t0 = time.monotonic()
+    proc = cli("run", "--bootstrap-servers", "127.0.0.1:1", "--startup-timeout", "4",
+               check=False, timeout=120)
+    assert proc.returncode == 1
+    assert time.monotonic() - t0 >= 4
+    lines = proc.stderr.strip().splitlines()
+    assert lines[-1].startswith("logcount: error: Kafka at 127.0.0.1:1 unreachable after 4s")
+    assert any("retrying" in line for line in lines[:-1])
+
+
+def test_mysql_refusing_the_password_is_one_clear_line(endpoints):
+    url = endpoints.mysql
+    proc = cli("sink", "--bootstrap-servers", endpoints.bootstrap, "--mysql-url",
+               f"mysql://{url.user}:certainly-wrong@{url.host}:{url.port}/{url.database}",
+               "--once", check=False, timeout=120)
+    assert proc.returncode == 1
+    err = proc.stderr.strip().splitlines()
+    assert err[-1].startswith("logcount: error: MySQL") and "refused" in err[-1]
+    assert "Traceback" not in proc.stderr
+    assert "certainly-wrong" not in proc.stderr, "the password must never be printed"
