@@ -13,6 +13,7 @@ produce, flush, then commit offsets; a crash in between replays the batch.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -133,7 +134,14 @@ class TransactionalSink:
             raise FatalKafkaError(f"abort_transaction failed: {exc}") from exc
 
     def close(self) -> None:
-        self.producer.flush(5)
+        _close(self.producer)
+
+
+def _close(producer: Producer) -> None:
+    """Best effort: a fenced or fatal producer raises from flush, and that must not replace the
+    error that brought us here."""
+    with contextlib.suppress(KafkaException):
+        producer.flush(5)
 
 
 class AtLeastOnceSink:
@@ -167,4 +175,4 @@ class AtLeastOnceSink:
         pass
 
     def close(self) -> None:
-        self.producer.flush(5)
+        _close(self.producer)

@@ -93,7 +93,9 @@ def classify(exc: KafkaException, doing: str) -> KafkaClientError:
     text = f"{doing}: {err.name()}: {err.str()}"
     if err.code() in _FENCED_CODES:
         return FencedError(
-            f"{doing}: fenced by a newer instance with the same transactional.id ({err.name()})",
+            f"{doing}: this producer was fenced ({err.name()}): a newer instance with the same "
+            f"transactional.id took over, or the broker aborted our transaction after "
+            f"transaction.timeout.ms; restart to resume from the committed offsets",
             err,
         )
     if err.fatal():

@@ -267,7 +267,8 @@ class Stage:
                          result.records, len(result.malformed), len(updates), t1 - t0, t2 - t1)
         finally:
             sink.close()
-            consumer.close()
+            with contextlib.suppress(Exception):  # never mask the error that got us here
+                consumer.close()
         log.info("stage stopped after %d batches", self.batches)
         return 0
 

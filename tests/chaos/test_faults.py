@@ -7,6 +7,7 @@ import signal
 import time
 
 import pytest
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
 from connectors import kafka_io
@@ -78,12 +79,24 @@ def _state(pid: int) -> str:
     return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
 
 
-def _open_transaction(bootstrap: str, topic: str) -> bool:
+def _open_transaction(bootstrap: str, names) -> bool:
+    """A transaction is open when a read_committed reader of the output or DLQ is held below
+    the log end, or the group's offsets are unstable (offsets sent, transaction unresolved)."""
     adm = kafka_io.admin(bootstrap)
-    parts = kafka_io.partitions_of(adm, topic) or []
-    stable = kafka_io.list_offsets(adm, topic, parts, OffsetSpec.latest(), committed_only=True)
-    high = kafka_io.list_offsets(adm, topic, parts, OffsetSpec.latest(), committed_only=False)
-    return stable != high
+    for topic in (names.topic("out"), names.topic("dlq")):
+        parts = kafka_io.partitions_of(adm, topic) or []
+        stable = kafka_io.list_offsets(adm, topic, parts, OffsetSpec.latest(), True)
+        high = kafka_io.list_offsets(adm, topic, parts, OffsetSpec.latest(), False)
+        if stable != high:
+            return True
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": names.group, "log_level": 0})
+    try:
+        consumer.committed([TopicPartition(names.topic("in"), 0)], timeout=3)
+        return False
+    except KafkaException:  # UNSTABLE_OFFSET_COMMIT until the transaction ends
+        return True
+    finally:
+        consumer.close()
 
 
 def test_a_stage_hung_past_the_transaction_timeout_is_aborted_by_the_broker(
@@ -94,14 +107,14 @@ def test_a_stage_hung_past_the_transaction_timeout_is_aborted_by_the_broker(
         *stage_args(endpoints, names, "--max-records-per-batch", str(BATCH),
                     "--trigger-interval", "0.2",
                     "--kafka-config", "transaction.timeout.ms=5000"),
-        env={"LOGCOUNT_CRASH_AT": "after_produce:2", "LOGCOUNT_CRASH_MODE": "stop"},
+        env={"LOGCOUNT_CRASH_AT": "after_send_offsets:2", "LOGCOUNT_CRASH_MODE": "stop"},
         log_path=log_path)
     try:
         wait_for(lambda: _state(stage.pid) == "T", timeout_s=180, what="the stage to hang")
-        assert _open_transaction(endpoints.bootstrap, names.topic("out")), \
+        assert _open_transaction(endpoints.bootstrap, names), \
             "the hung stage's transaction must be open and holding read_committed readers"
         # The broker aborts it after transaction.timeout.ms (+ its 10 s cleanup interval).
-        wait_for(lambda: not _open_transaction(endpoints.bootstrap, names.topic("out")),
+        wait_for(lambda: not _open_transaction(endpoints.bootstrap, names),
                  timeout_s=60, what="the broker to abort the hung transaction")
         os.kill(stage.pid, signal.SIGCONT)
         # On resume the stage notices: it either redoes the batch or exits with one line.
