@@ -1,0 +1,388 @@
+"""A chaos run, modelled on Kafka's transactions_test.py and the Kafka Streams EOS system test.
+
+A writer fills the input (plain records, committed and aborted transactions) while the stage and
+the sink run under a supervisor that restarts them; a schedule kills and bounces everything at
+random moments. Then a fresh read_committed reader recomputes the expectation from the committed
+input with the independent reference parser (tests/reference.py) and checks every output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pymysql
+from confluent_kafka import KafkaException, Producer
+from confluent_kafka.admin import OffsetSpec
+
+from connectors import kafka_io, stack
+from connectors.mysql_sink import read_table
+from pipeline.synthetic import synthetic_lines
+from tests.helpers import (
+    end_offsets,
+    group_offsets,
+    read_all,
+    sink_args,
+    stage_args,
+    start_cli,
+    totals_history,
+    wait_for,
+)
+from tests.reference import reference_parse
+
+
+@dataclass(frozen=True)
+class ChaosConfig:
+    lines: int = 150_000
+    partitions: int = 4
+    stage_sigkills: int = 10
+    stage_sigterms: int = 3
+    # Some of the stage's SIGKILL-like deaths come from crash points at the worst moments
+    # (after producing, before offsets); they are what at-least-once cannot survive.
+    stage_crash_points: int = 2
+    sink_sigkills: int = 5
+    broker_bounces: int = 2
+    mysql_restarts: int = 2
+    delivery: str = "exactly-once"
+    batch: int = 20_000
+    duration_s: float = 240.0
+    seed: int = 11
+
+
+@dataclass
+class Report:
+    faults: Counter = field(default_factory=Counter)
+    lines_checked: int = 0
+    aborted_lines: int = 0
+    lost: int = 0
+    duplicated: int = 0
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    def summary(self, delivery: str) -> str:
+        faults = ", ".join(f"{k} {v}" for k, v in sorted(self.faults.items()))
+        return (f"chaos[{delivery}]: faults injected: {faults}; lines checked "
+                f"{self.lines_checked} (+{self.aborted_lines} aborted); lost {self.lost}, "
+                f"duplicated {self.duplicated}; "
+                f"{'PASS' if self.ok else 'FAIL: ' + '; '.join(self.failures)}")
+
+
+class Supervised:
+    """A logcount process that a supervisor restarts whenever it is found dead."""
+
+    def __init__(self, name: str, args: list[str], log_path: Path) -> None:
+        self.name, self.args, self.log_path = name, args, log_path
+        self.proc: subprocess.Popen | None = None
+        self.starts = 0
+        self.lock = threading.Lock()
+
+    def start(self, env: dict | None = None) -> None:
+        with self.lock:
+            self.proc = start_cli(*self.args, env=env, log_path=self.log_path)
+            self.starts += 1
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def signal(self, sig: int) -> None:
+        with self.lock:
+            if self.alive():
+                self.proc.send_signal(sig)
+                try:
+                    self.proc.wait(90)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait()
+
+    def ensure(self) -> None:
+        if not self.alive():
+            self.start()
+
+    def stop(self) -> int | None:
+        with self.lock:
+            if self.proc is None:
+                return None
+            if self.proc.poll() is None:
+                self.proc.send_signal(signal.SIGTERM)
+                try:
+                    return self.proc.wait(120)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    return self.proc.wait()
+            return self.proc.returncode
+
+
+class Writer(threading.Thread):
+    """Writes the input over `duration_s`: plain chunks, committed and aborted transactions.
+    Survives broker bounces: a transaction whose commit fails is aborted (or its producer
+    replaced); whatever committed is what the checker counts."""
+
+    def __init__(self, bootstrap: str, topic: str, cfg: ChaosConfig, txn_id: str) -> None:
+        super().__init__(daemon=True)
+        self.bootstrap, self.topic, self.cfg, self.txn_id = bootstrap, topic, cfg, txn_id
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+
+    def _txn_producer(self) -> Producer:
+        p = Producer({"bootstrap.servers": self.bootstrap, "transactional.id": self.txn_id,
+                      "transaction.timeout.ms": 30000, "log_level": 0, "linger.ms": 20})
+        while True:
+            try:
+                p.init_transactions(30)
+                return p
+            except KafkaException:
+                time.sleep(1)
+
+    def run(self) -> None:
+        try:
+            self._run()
+        except BaseException as exc:  # noqa: BLE001 - reported to the test
+            self.error = exc
+        finally:
+            self.done.set()
+
+    def _run(self) -> None:
+        cfg = self.cfg
+        rng = random.Random(cfg.seed)
+        plain = Producer({"bootstrap.servers": self.bootstrap, "enable.idempotence": True,
+                          "linger.ms": 20, "message.timeout.ms": 600000, "log_level": 0})
+        txn = self._txn_producer()
+        lines = synthetic_lines(cfg.lines, cfg.seed, malformed_ratio=0.01)
+        chunk = max(500, cfg.lines // 200)
+        pause = cfg.duration_s * 0.8 / (cfg.lines / chunk)
+        written = 0
+        while written < cfg.lines:
+            batch = [next(lines) for _ in range(min(chunk, cfg.lines - written))]
+            written += len(batch)
+            kind = rng.choice(("plain", "plain", "commit", "abort"))
+            if kind == "plain":
+                for v in batch:
+                    self._produce(plain, v, rng)
+                plain.poll(0)
+            else:
+                txn = self._transaction(txn, batch, rng, commit=kind == "commit")
+            time.sleep(pause)
+        left = plain.flush(600)
+        assert left == 0, f"{left} plain records undelivered"
+
+    def _produce(self, p: Producer, v: bytes, rng: random.Random) -> None:
+        while True:
+            try:
+                p.produce(self.topic, v, partition=rng.randrange(self.cfg.partitions))
+                return
+            except BufferError:
+                p.poll(0.1)
+
+    def _transaction(self, txn: Producer, batch, rng, commit: bool) -> Producer:
+        try:
+            txn.begin_transaction()
+            for v in batch:
+                self._produce(txn, v, rng)
+            if commit:
+                txn.commit_transaction(60)
+            else:
+                txn.flush(60)
+                txn.abort_transaction(60)
+            return txn
+        except KafkaException as exc:
+            err = exc.args[0]
+            if err.txn_requires_abort():
+                try:
+                    txn.abort_transaction(60)
+                    return txn
+                except KafkaException:
+                    pass
+            # Fatal, or abort failed: a new producer with the same id aborts what is open.
+            return self._txn_producer()
+
+
+def _bounce_broker() -> None:
+    kafka = stack.Kafka()
+    kafka.kill()
+    time.sleep(2)
+    kafka.up(log=lambda line: None)
+
+
+def _restart_mysql(hard: bool) -> None:
+    db = stack.MariaDB()
+    if hard:
+        db.kill()
+    else:
+        db.down(log=lambda line: None)
+    time.sleep(2)
+    db.up(log=lambda line: None)
+
+
+def run_chaos(endpoints, names, url, cfg: ChaosConfig, workdir: Path) -> Report:
+    report = Report()
+    rng = random.Random(cfg.seed)
+    kafka_io.ensure_topic(kafka_io.admin(endpoints.bootstrap), names.topic("in"), cfg.partitions)
+    stage = Supervised("stage", stage_args(
+        endpoints, names, "--max-records-per-batch", str(cfg.batch), "--trigger-interval", "0.5",
+        "--delivery", cfg.delivery), workdir / "stage.log")
+    sink = Supervised("sink", sink_args(endpoints, names, url), workdir / "sink.log")
+    writer = Writer(endpoints.bootstrap, names.topic("in"), cfg, names.txn_id + "-writer")
+
+    faults = (["stage_sigkill"] * (cfg.stage_sigkills - cfg.stage_crash_points)
+              + ["stage_crash_point"] * cfg.stage_crash_points
+              + ["stage_sigterm"] * cfg.stage_sigterms + ["sink_sigkill"] * cfg.sink_sigkills
+              + ["broker_bounce"] * cfg.broker_bounces + ["mysql_restart"] * cfg.mysql_restarts)
+    rng.shuffle(faults)
+    # Evenly spaced with jitter: a stage needs ~10 s after a restart to commit again, so kills
+    # spread over the run rather than landing all at once on a stage that is still starting.
+    step = cfg.duration_s / (len(faults) + 1)
+    schedule = [(step * (i + 1) + rng.uniform(-step / 3, step / 3), f)
+                for i, f in enumerate(faults)]
+
+    stage.start()
+    sink.start()
+    writer.start()
+    t0 = time.monotonic()
+    mysql_hard = True
+    for at, fault in schedule:
+        while time.monotonic() - t0 < at:
+            stage.ensure()
+            sink.ensure()
+            time.sleep(0.2)
+        if fault == "stage_sigkill":
+            stage.signal(signal.SIGKILL)
+        elif fault == "stage_sigterm":
+            stage.signal(signal.SIGTERM)
+        elif fault == "stage_crash_point":
+            stage.signal(signal.SIGKILL)
+            point = rng.choice(("after_produce", "after_send_offsets"))
+            stage.start(env={"LOGCOUNT_CRASH_AT": f"{point}:1"})
+        elif fault == "sink_sigkill":
+            sink.signal(signal.SIGKILL)
+        elif fault == "broker_bounce":
+            _bounce_broker()
+        elif fault == "mysql_restart":
+            _restart_mysql(hard=mysql_hard)
+            mysql_hard = not mysql_hard
+        report.faults[fault] += 1
+    writer.join(timeout=cfg.duration_s * 3)
+    if writer.error is not None or writer.is_alive():
+        report.failures.append(f"writer failed: {writer.error!r}")
+        stage.stop()
+        sink.stop()
+        return report
+
+    # Drain: the stage commits the whole input, the sink stores the whole output in MySQL.
+    ends = end_offsets(endpoints.bootstrap, names.topic("in"))
+
+    def drained() -> bool:
+        stage.ensure()
+        sink.ensure()
+        if group_offsets(endpoints.bootstrap, names.group, names.topic("in")) != ends:
+            return False
+        out_ends = end_offsets(endpoints.bootstrap, names.topic("out"))
+        return _mysql_offsets(url, names) == {p: o for p, o in out_ends.items() if o > 0}
+
+    wait_for(drained, timeout_s=600, step_s=2, what="the stage and sink to drain")
+    for proc in (stage, sink):
+        code = proc.stop()
+        if code != 0:
+            report.failures.append(f"{proc.name} exited {code} on SIGTERM")
+    check(endpoints, names, url, report)
+    return report
+
+
+def _mysql_offsets(url, names) -> dict[int, int]:
+    conn = pymysql.connect(host=url.host, port=url.port, user=url.user, password=url.password,
+                           database=url.database)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT kafka_partition, next_offset FROM kafka_offsets WHERE topic = %s",
+                        (names.topic("out"),))
+            return {int(p): int(o) for p, o in cur.fetchall()}
+    except pymysql.err.ProgrammingError:
+        return {}
+    finally:
+        conn.close()
+
+
+def check(endpoints, names, url, report: Report) -> None:
+    """The checker: everything recomputed from the committed input by a fresh reader."""
+    bs = endpoints.bootstrap
+    committed = read_all(bs, names.topic("in"), timeout_s=300)
+    everything = read_all(bs, names.topic("in"), committed_only=False, timeout_s=300)
+    committed_at = {(m.partition(), m.offset()) for m in committed}
+    aborted_at = {(m.partition(), m.offset()) for m in everything} - committed_at
+    expected: Counter = Counter()
+    malformed = set()
+    for m in committed:
+        parsed = reference_parse(m.value() or b"")
+        if parsed is None:
+            malformed.add((m.partition(), m.offset()))
+        elif parsed[1] == "ERROR":
+            expected[parsed[0]] += 1
+    report.lines_checked = len(committed)
+    report.aborted_lines = len(aborted_at)
+    if not aborted_at:
+        report.failures.append("no aborted input: the run did not test what it claims")
+
+    table = read_table(url)
+    for minute in set(expected) | set(table):
+        diff = table.get(minute, 0) - expected.get(minute, 0)
+        report.lost += max(0, -diff)
+        report.duplicated += max(0, diff)
+    if table != dict(expected):
+        report.failures.append("MySQL error_log differs from the expectation")
+
+    history = totals_history(read_all(bs, names.topic("out"), timeout_s=300))
+    if any(v != sorted(v) for v in history.values()):
+        report.failures.append("a total went down in the output topic")
+    if {k: v[-1] for k, v in history.items()} != dict(expected):
+        report.failures.append("output topic (last per key) differs from the expectation")
+
+    dlq = [json.loads(m.value()) for m in read_all(bs, names.topic("dlq"), timeout_s=300)]
+    refs = [(d["partition"], d["offset"]) for d in dlq]
+    if len(refs) != len(set(refs)):
+        report.failures.append("a malformed line is in the DLQ more than once")
+    if set(refs) != malformed:
+        report.failures.append("DLQ differs from the malformed committed input")
+    if set(refs) & aborted_at:
+        report.failures.append("an aborted input record reached the DLQ")
+
+    if group_offsets(bs, names.group, names.topic("in")) != end_offsets(bs, names.topic("in")):
+        report.failures.append("group offsets differ from the input's end offsets")
+    _check_no_hanging_transaction(bs, names, report)
+
+
+def _check_no_hanging_transaction(bs: str, names, report: Report) -> None:
+    adm = kafka_io.admin(bs)
+    for topic in (names.topic("out"), names.topic("dlq")):
+        parts = kafka_io.partitions_of(adm, topic) or []
+        stable = kafka_io.list_offsets(adm, topic, parts, OffsetSpec.latest(), True)
+        high = kafka_io.list_offsets(adm, topic, parts, OffsetSpec.latest(), False)
+        if stable != high:
+            report.failures.append(f"a transaction is left open on {topic}")
+    # A new transactional write commits and is read back within the transaction timeout.
+    p = Producer({"bootstrap.servers": bs, "transactional.id": names.txn_id + "-probe",
+                  "transaction.timeout.ms": 60000})
+    t0 = time.monotonic()
+    p.init_transactions(60)
+    p.begin_transaction()
+    p.produce(names.topic("out"), b'{"probe": true}', b"__chaos_probe__")
+    p.commit_transaction(60)
+    seen = any(m.key() == b"__chaos_probe__" for m in read_all(bs, names.topic("out")))
+    if not seen or time.monotonic() - t0 > 60:
+        report.failures.append("a new transaction on the output topic was not readable in time")
+
+
+def config_from_env(delivery: str) -> ChaosConfig:
+    """`LOGCOUNT_CHAOS_SCALE=full`: the issue's full scale (1M lines); default: the CI run."""
+    if os.environ.get("LOGCOUNT_CHAOS_SCALE") == "full":
+        return ChaosConfig(lines=1_000_000, batch=100_000, duration_s=420.0, delivery=delivery)
+    return ChaosConfig(delivery=delivery)

@@ -1,0 +1,37 @@
+"""The random chaos run (exactly-once passes) and its control (at-least-once is caught)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.chaos.harness import config_from_env, run_chaos
+
+pytestmark = pytest.mark.chaos
+
+
+@pytest.fixture
+def embedded(endpoints):
+    if endpoints.kind != "embedded":
+        pytest.skip("broker and MySQL bounces need the embedded stack")
+    return endpoints
+
+
+def test_chaos_exactly_once_is_exact(embedded, names, mysql_db, tmp_path):
+    cfg = config_from_env("exactly-once")
+    report = run_chaos(embedded, names, mysql_db, cfg, tmp_path)
+    print(report.summary(cfg.delivery))
+    assert report.faults["stage_sigkill"] + report.faults["stage_crash_point"] >= 10
+    assert report.faults["stage_sigterm"] >= 3 and report.faults["sink_sigkill"] >= 5
+    assert report.faults["broker_bounce"] >= 2 and report.faults["mysql_restart"] >= 2
+    assert report.ok, report.summary(cfg.delivery)
+    assert report.lost == report.duplicated == 0
+
+
+def test_chaos_at_least_once_is_caught_over_counting(embedded, names, mysql_db, tmp_path):
+    """The same chaos and the same checker with --delivery at-least-once: the checker must
+    fail. A checker that never fails proves nothing."""
+    cfg = config_from_env("at-least-once")
+    report = run_chaos(embedded, names, mysql_db, cfg, tmp_path)
+    print(report.summary(cfg.delivery))
+    assert not report.ok
+    assert report.duplicated > 0, "at-least-once replays must show up as over-counting"
