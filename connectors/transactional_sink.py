@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -44,6 +45,11 @@ TRANSACTION_TIMEOUT_MS = 60_000
 CALL_TIMEOUT_S = 30.0
 # Retriable errors are retried until this deadline, then treated as abortable (re-plan, redo).
 RETRY_DEADLINE_S = 120.0
+# A transactional call that has not returned this long after its own timeout is hung: seen here
+# with send_offsets_to_transaction after a broker bounce (blocked ~10 min, librdkafka
+# #3013/#5456). Nothing can be aborted through a hung client, so the stage exits; its restart's
+# init_transactions fences this producer and aborts the transaction at once.
+HANG_GRACE_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -53,12 +59,35 @@ class OutRecord:
     value: bytes
 
 
+def _watched(doing: str, call: Callable[[], object]):
+    """Run `call` in a helper thread; a call that outlives CALL_TIMEOUT_S + HANG_GRACE_S is hung."""
+    outcome: dict = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = call()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=target, name=f"kafka-{doing}", daemon=True)
+    worker.start()
+    worker.join(CALL_TIMEOUT_S + HANG_GRACE_S)
+    if worker.is_alive():
+        raise FatalKafkaError(
+            f"{doing} did not return within {CALL_TIMEOUT_S + HANG_GRACE_S:.0f}s (librdkafka "
+            f"hang, #3013); exiting so that a restart fences this producer and aborts its "
+            f"transaction")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
+
+
 def _retrying(doing: str, call: Callable[[], object], deadline_s: float = RETRY_DEADLINE_S):
-    """Run `call`; repeat it while librdkafka says the error is retriable."""
+    """Run `call` (watched for hangs); repeat it while librdkafka says the error is retriable."""
     deadline = time.monotonic() + deadline_s
     while True:
         try:
-            return call()
+            return _watched(doing, call)
         except KafkaException as exc:
             err = classify(exc, doing)
             if isinstance(err, RetriableKafkaError) and time.monotonic() < deadline:

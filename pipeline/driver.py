@@ -58,9 +58,10 @@ class StopFlag:
             if not self.event.is_set():
                 log.info("signal %s: stopping after the current step", signal.Signals(signum).name)
                 self.event.set()
+                # From a helper thread: the handler runs on the main thread, which may be inside a
+                # py4j call; calling py4j again from here would re-enter that same socket.
                 for cb in self.on_stop:
-                    with contextlib.suppress(Exception):  # best effort from a signal handler
-                        cb()
+                    threading.Thread(target=_best_effort, args=(cb,), daemon=True).start()
 
         signal.signal(signal.SIGTERM, handler)
         signal.signal(signal.SIGINT, handler)
@@ -68,6 +69,11 @@ class StopFlag:
     @property
     def set(self) -> bool:
         return self.event.is_set()
+
+
+def _best_effort(fn) -> None:
+    with contextlib.suppress(Exception):
+        fn()
 
 
 @dataclass

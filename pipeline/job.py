@@ -80,6 +80,11 @@ def spark_session(master: str, app_name: str = "logcount"):
     except Exception as exc:  # py4j / JVM start failures
         raise DependencyError(f"Spark session on {master} could not start: {exc}") from exc
     spark.sparkContext.setLogLevel("WARN")
+    # The executors' Kafka clients log every refused reconnect while a broker restarts; the
+    # driver logs the failed batch once, which is what an operator needs.
+    jvm = spark.sparkContext._jvm
+    jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
+        "org.apache.kafka", jvm.org.apache.logging.log4j.Level.ERROR)
     return spark
 
 

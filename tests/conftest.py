@@ -104,13 +104,19 @@ def names(request) -> Names:
 def mysql_db(endpoints: Endpoints, names: Names) -> Iterator[MySQLUrl]:
     """A fresh, empty database for this test, dropped afterwards."""
     url = endpoints.mysql.with_database(names.database)
-    conn = pymysql.connect(host=url.host, port=url.port, user=url.user, password=url.password,
-                           autocommit=True)
-    with conn.cursor() as cur:
-        cur.execute(f"CREATE DATABASE `{url.database}`")
+
+    def execute(sql: str) -> None:
+        # A fresh connection each time: chaos tests restart the server in between.
+        conn = pymysql.connect(host=url.host, port=url.port, user=url.user,
+                               password=url.password, autocommit=True)
+        try:
+            with conn.cursor() as cur:
+                cur.execute(sql)
+        finally:
+            conn.close()
+
+    execute(f"CREATE DATABASE `{url.database}`")
     try:
         yield url
     finally:
-        with conn.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS `{url.database}`")
-        conn.close()
+        execute(f"DROP DATABASE IF EXISTS `{url.database}`")

@@ -39,7 +39,7 @@ def reference_parse(raw: bytes) -> tuple[str, str] | None:
         return None  # no level, or the level runs into something other than a space
     y, mo, d = int(raw[0:4]), int(raw[5:7]), int(raw[8:10])
     h, mi, s = int(raw[11:13]), int(raw[14:16]), int(raw[17:19])
-    if not (1 <= y and 1 <= mo <= 12 and 1 <= d <= _days_in_month(y, mo)):
+    if not (y >= 1 and 1 <= mo <= 12 and 1 <= d <= _days_in_month(y, mo)):
         return None
     if not (h <= 23 and mi <= 59 and s <= 59):
         return None
