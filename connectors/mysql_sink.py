@@ -16,7 +16,7 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pymysql
@@ -24,6 +24,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartiti
 
 from connectors import kafka_io
 from logcount.errors import DependencyError
+from logcount.metrics import Health, SinkMetrics, serve
 from logcount.settings import MySQLUrl, SinkSettings
 
 log = logging.getLogger("logcount.sink")
@@ -146,11 +147,15 @@ class MySQLStore:
 
         return self.with_retry("reading offsets", load)
 
-    def apply(self, group: str, topic: str, totals: Sequence[Total]) -> dict[int, int]:
+    def apply(self, group: str, topic: str, totals: Sequence[Total],
+              ends: Mapping[int, int] | None = None) -> dict[int, int]:
         """Upsert the last total per minute and the next offsets, atomically; return the offsets.
 
         Records below the stored offset of their partition were applied already (a replay, or a
-        zombie's late batch) and are skipped under the row lock.
+        zombie's late batch) and are skipped under the row lock. `ends` are positions the
+        consumer reached (partition EOF): on a transactional topic the last record is followed by
+        a commit marker, so "last offset + 1" would sit one below the end forever; storing the
+        reader's position makes the stored offsets equal the topic's end when drained.
         """
 
         def write(conn):
@@ -164,6 +169,9 @@ class MySQLStore:
                         continue
                     last[t.log_time] = t.log_count
                     nxt[t.partition] = t.offset + 1
+                for p, end in (ends or {}).items():
+                    if end > max(nxt.get(p, 0), stored.get(p, 0)):
+                        nxt[p] = end
                 if last:
                     cur.executemany(UPSERT_COUNTS, sorted(last.items()))
                 if nxt:
@@ -196,6 +204,8 @@ class Sink:
         self.assigned: set[int] = set()
         self.at_eof: set[int] = set()
         self.applied = 0
+        self.metrics = SinkMetrics()
+        self.health = Health(s.health_stall_seconds)
 
     def _on_assign(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
         stored = self.store.load_offsets(self.s.group_id, self.s.topic)
@@ -211,12 +221,32 @@ class Sink:
         self.assigned -= {tp.partition for tp in parts}
         self.at_eof -= {tp.partition for tp in parts}
 
+    def _update_lag(self, consumer: Consumer) -> None:
+        """Lag per assigned partition: cached high watermark minus our position."""
+        total = 0
+        try:
+            positions = consumer.position([TopicPartition(self.s.topic, p)
+                                           for p in self.assigned])
+        except Exception:  # noqa: BLE001 - metrics only
+            return
+        for tp in positions:
+            try:
+                _, high = consumer.get_watermark_offsets(tp, cached=True)
+            except Exception:  # noqa: BLE001
+                continue
+            if high >= 0 and tp.offset >= 0:
+                lag = max(0, high - tp.offset)
+                self.metrics.lag.labels(partition=str(tp.partition)).set(lag)
+                total += lag
+        self.health.lag = total
+
     def run(self) -> int:
         s = self.s
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda *_: self.stop.set())
         log.info("starting sink: %r", s)
+        server = serve(s.metrics_port, self.metrics.registry, self.health)
         self.store.ensure_schema()
         adm = kafka_io.wait_for_broker(s.bootstrap_servers, s.kafka_client_config,
                                        s.startup_timeout)
@@ -236,11 +266,13 @@ class Sink:
             while not self.stop.is_set():
                 msgs = consumer.consume(10_000, 0.5)
                 batch: list[Total] = []
+                ends: dict[int, int] = {}
                 for msg in msgs:
                     err = msg.error()
                     if err is not None:
                         if err.code() == KafkaError._PARTITION_EOF:
                             self.at_eof.add(msg.partition())
+                            ends[msg.partition()] = msg.offset()
                         elif err.fatal():
                             raise DependencyError(f"sink consumer: {err.str()}")
                         else:
@@ -250,17 +282,25 @@ class Sink:
                     total = decode(msg)
                     if total is not None:
                         batch.append(total)
-                if batch:
-                    nxt = self.store.apply(s.group_id, s.topic, batch)
+                if batch or ends:
+                    t0 = time.monotonic()
+                    nxt = self.store.apply(s.group_id, s.topic, batch, ends)
+                    self.metrics.mysql_write_seconds.observe(time.monotonic() - t0)
+                    self.metrics.batches_written.inc()
+                    self.metrics.records_applied.inc(len(batch))
+                    self.health.progressed()
                     self.applied += len(batch)
                     if nxt:
                         consumer.commit(offsets=[TopicPartition(s.topic, p, o)
                                                  for p, o in nxt.items()], asynchronous=True)
                 elif s.once and self.assigned and self.assigned <= self.at_eof:
                     break
+                self._update_lag(consumer)
         finally:
             consumer.close()
             self.store.close()
+            if server is not None:
+                server.shutdown()
         log.info("sink stopped; %d records applied", self.applied)
         return 0
 

@@ -33,6 +33,16 @@ __all__ = [
 ]
 
 ENV_PREFIX = "LOGCOUNT_"
+# Environment variables that are not flags: where things are, and deployment details.
+EXTRA_ENV = {
+    "LOGCOUNT_HOME": "the checkout or install root (default: found from the package)",
+    "LOGCOUNT_JARS_DIR": "the fetched jars (default: $LOGCOUNT_HOME/.cache/jars)",
+    "LOGCOUNT_STATE_DIR": "the embedded stack's data, logs, pids (default: $LOGCOUNT_HOME/.stack)",
+    "LOGCOUNT_SPARK_DRIVER_HOST": "address executors use to reach the driver (cluster mode)",
+    "LOGCOUNT_SPARK_DRIVER_MEMORY": "spark.driver.memory (default 2g)",
+    "LOGCOUNT_CRASH_AT": "fault tests only: crash point and batch, e.g. after_produce:2",
+    "LOGCOUNT_CRASH_MODE": "fault tests only: exit (default) or stop (SIGSTOP)",
+}
 MASK = "***"
 # Client settings whose values are secrets (sasl.password, ssl.key.password, sasl.jaas.config...).
 _SECRET_KEY = re.compile(r"password|secret|jaas|token|credentials", re.IGNORECASE)
@@ -172,6 +182,12 @@ class RunSettings(_Settings):
     startup_timeout: float = field(
         default=60.0, metadata=opt("seconds to keep retrying an unreachable broker at start")
     )
+    metrics_port: int = field(
+        default=9108, metadata=opt("port of /metrics and /healthz (0: off)")
+    )
+    health_stall_seconds: float = field(
+        default=300.0, metadata=opt("/healthz fails when no batch commits this long under lag")
+    )
     kafka_config: tuple[str, ...] = field(default=(), metadata=opt(_KAFKA_CONFIG_HELP))
 
     def validate(self) -> RunSettings:
@@ -202,6 +218,12 @@ class SinkSettings(_Settings):
     )
     startup_timeout: float = field(
         default=60.0, metadata=opt("seconds to keep retrying an unreachable broker at start")
+    )
+    metrics_port: int = field(
+        default=9109, metadata=opt("port of /metrics and /healthz (0: off)")
+    )
+    health_stall_seconds: float = field(
+        default=300.0, metadata=opt("/healthz fails when nothing is written this long under lag")
     )
     kafka_config: tuple[str, ...] = field(default=(), metadata=opt(_KAFKA_CONFIG_HELP))
 
@@ -362,6 +384,11 @@ def reference_markdown() -> str:
             default = "" if f.default in (None, ()) else f"`{f.default}`"
             out.append(f"| `{_flag(f)}` | `{_env(f)}` | {default} | {f.metadata['help']} |")
         out.append("")
+    out.append("#### Other environment variables\n")
+    out.append("| env | meaning |")
+    out.append("|---|---|")
+    out += [f"| `{k}` | {v} |" for k, v in EXTRA_ENV.items()]
+    out.append("")
     return "\n".join(out)
 
 

@@ -23,6 +23,8 @@ from connectors import kafka_io
 from connectors.offsets import OffsetRange, plan_ranges, resolve_starts
 from connectors.transactional_sink import AtLeastOnceSink, OutRecord, TransactionalSink
 from logcount.errors import AbortableKafkaError, DependencyError, FatalKafkaError
+from logcount.metrics import Health, StageMetrics, serve
+from logcount.progress import Progress
 from logcount.settings import RunSettings
 from pipeline.crash import CrashPoints
 from pipeline.job import BatchResult, MalformedRef, compute_batch, spark_session
@@ -152,6 +154,8 @@ class Stage:
         self.admin = kafka_io.wait_for_broker(s.bootstrap_servers, self.extra, s.startup_timeout)
         self.batches = 0
         self.failures = 0
+        self.metrics = StageMetrics()
+        self.health = Health(s.health_stall_seconds)
 
     # -- start --------------------------------------------------------------------------------
     def ensure_topics(self) -> None:
@@ -181,6 +185,10 @@ class Stage:
             stable = {p: min(off, limit.get(p, 0)) for p, off in stable.items()}
         starts = resolve_starts(committed, earliest, stable, s.starting_offsets)
         ranges = plan_ranges(starts, stable, s.max_records_per_batch)
+        lag = {p: max(0, stable[p] - starts[p]) for p in stable}
+        for p, n in lag.items():
+            self.metrics.lag.labels(partition=str(p)).set(n)
+        self.health.lag = sum(lag.values())
         # Commit new starting points too (a fresh partition, a log start moved by retention),
         # so the group's offsets always say where the stage stands.
         commit = {p: off for p, off in starts.items() if committed.get(p) != off}
@@ -201,6 +209,7 @@ class Stage:
     def transient_failure(self, doing: str, exc: Exception) -> None:
         """Log, back off and let the loop re-plan; give up after too many in a row."""
         self.failures += 1
+        self.metrics.batches_aborted.inc()
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
         if self.failures >= MAX_CONSECUTIVE_FAILURES:
             raise DependencyError(f"{doing} failed {self.failures} times in a row; last: "
@@ -214,6 +223,7 @@ class Stage:
         s = self.s
         log.info("starting stage: %r", s)
         self.stop.install()
+        server = serve(s.metrics_port, self.metrics.registry, self.health)
         self.ensure_topics()
         consumer = self.group_consumer()
         if s.delivery == "exactly-once":
@@ -227,9 +237,16 @@ class Stage:
         spark = spark_session(s.master)
         self.stop.on_stop.append(spark.sparkContext.cancelAllJobs)
         limit = None
+        progress = None
         if s.once:
             parts = kafka_io.partitions_of(self.admin, s.input_topic) or []
             limit = kafka_io.list_offsets(self.admin, s.input_topic, parts, OffsetSpec.latest())
+            backlog = sum(r.size for r in plan_ranges(
+                resolve_starts(kafka_io.committed_offsets(consumer, s.input_topic, parts),
+                               kafka_io.list_offsets(self.admin, s.input_topic, parts,
+                                                     OffsetSpec.earliest()),
+                               limit, s.starting_offsets), limit, 2**62))
+            progress = Progress(backlog, "run")
         try:
             while not self.stop.set:
                 try:
@@ -266,15 +283,28 @@ class Stage:
                 t2 = time.monotonic()
                 # Only now, after the commit, do the in-memory totals move.
                 totals.update(updates)
+                self.health.progressed()
+                m = self.metrics
+                m.batches_committed.inc()
+                m.records_read.inc(result.records)
+                m.malformed.inc(len(result.malformed))
+                m.spark_seconds.observe(t1 - t0)
+                m.commit_seconds.observe(t2 - t1)
                 self.crash("after_commit")
+                if progress is not None:
+                    progress.advance(sum(r.size for r in result.ranges))
                 span = " ".join(f"p{r.partition}:{r.start}-{r.end}" for r in result.ranges)
                 log.info("batch %d committed: offsets %s; records %d, malformed %d, minutes "
                          "touched %d, spark %.2fs, commit %.3fs", self.batches, span or "-",
                          result.records, len(result.malformed), len(updates), t1 - t0, t2 - t1)
         finally:
+            if progress is not None:
+                progress.close()
             sink.close()
             with contextlib.suppress(Exception):  # never mask the error that got us here
                 consumer.close()
+            if server is not None:
+                server.shutdown()
         log.info("stage stopped after %d batches", self.batches)
         return 0
 

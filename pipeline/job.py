@@ -73,8 +73,10 @@ def spark_session(master: str, app_name: str = "logcount"):
         .config("spark.ui.showConsoleProgress", "false")
     )
     if master.startswith("spark://"):
-        builder = builder.config("spark.driver.host", os.environ.get(
-            "LOGCOUNT_SPARK_DRIVER_HOST", "127.0.0.1"))
+        host = os.environ.get("LOGCOUNT_SPARK_DRIVER_HOST", "127.0.0.1")
+        builder = builder.config("spark.driver.host", host)
+        if host != "127.0.0.1":  # in a container: listen on all interfaces, advertise `host`
+            builder = builder.config("spark.driver.bindAddress", "0.0.0.0")
     try:
         spark = builder.getOrCreate()
     except Exception as exc:  # py4j / JVM start failures

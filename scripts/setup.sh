@@ -36,8 +36,10 @@ fi
 want=$(stamp_of pyproject.toml)
 if [ "$(cat .venv/.logcount-stamp 2>/dev/null)" != "$want" ]; then
   say "installing logcount and its dependencies into .venv"
-  .venv/bin/pip install -q --upgrade pip
-  .venv/bin/pip install -q -e '.[test]'
+  mkdir -p .cache
+  # pip's own chatter (an editable-install warning) goes to a log, shown only on failure.
+  { .venv/bin/pip install -q --upgrade pip && .venv/bin/pip install -q -e '.[test]'; } \
+    > .cache/pip.log 2>&1 || { cat .cache/pip.log >&2; die "pip install failed"; }
   echo "$want" > .venv/.logcount-stamp
 fi
 

@@ -10,6 +10,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+import pymysql
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
@@ -132,3 +133,21 @@ def wait_for(pred, timeout_s: float, step_s: float = 0.25, what: str = "conditio
             return got
         time.sleep(step_s)
     raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
+
+
+def sink_offsets(url, names) -> dict[int, int]:
+    """The sink's offsets as stored in MySQL ({} while the server or table is missing)."""
+    try:
+        conn = pymysql.connect(host=url.host, port=url.port, user=url.user,
+                               password=url.password, database=url.database)
+    except pymysql.err.MySQLError:
+        return {}
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT kafka_partition, next_offset FROM kafka_offsets WHERE topic = %s",
+                        (names.topic("out"),))
+            return {int(p): int(o) for p, o in cur.fetchall()}
+    except pymysql.err.MySQLError:  # no table yet, or the server is restarting
+        return {}
+    finally:
+        conn.close()

@@ -19,7 +19,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pymysql
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import OffsetSpec
 
@@ -31,6 +30,7 @@ from tests.helpers import (
     group_offsets,
     read_all,
     sink_args,
+    sink_offsets,
     stage_args,
     start_cli,
     totals_history,
@@ -292,7 +292,7 @@ def run_chaos(endpoints, names, url, cfg: ChaosConfig, workdir: Path) -> Report:
             out_ends = end_offsets(endpoints.bootstrap, names.topic("out"))
         except Exception:  # noqa: BLE001 - offsets unstable while a transaction is open
             return False
-        return _mysql_offsets(url, names) == {p: o for p, o in out_ends.items() if o > 0}
+        return sink_offsets(url, names) == {p: o for p, o in out_ends.items() if o > 0}
 
     wait_for(drained, timeout_s=600, step_s=2, what="the stage and sink to drain")
     for proc in (stage, sink):
@@ -301,23 +301,6 @@ def run_chaos(endpoints, names, url, cfg: ChaosConfig, workdir: Path) -> Report:
             report.failures.append(f"{proc.name} exited {code} on SIGTERM")
     check(endpoints, names, url, report)
     return report
-
-
-def _mysql_offsets(url, names) -> dict[int, int]:
-    try:
-        conn = pymysql.connect(host=url.host, port=url.port, user=url.user,
-                               password=url.password, database=url.database)
-    except pymysql.err.MySQLError:
-        return {}
-    try:
-        with conn.cursor() as cur:
-            cur.execute("SELECT kafka_partition, next_offset FROM kafka_offsets WHERE topic = %s",
-                        (names.topic("out"),))
-            return {int(p): int(o) for p, o in cur.fetchall()}
-    except pymysql.err.MySQLError:  # no table yet, or the server is restarting
-        return {}
-    finally:
-        conn.close()
 
 
 def check(endpoints, names, url, report: Report) -> None:

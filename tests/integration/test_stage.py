@@ -15,6 +15,7 @@ from tests.helpers import (
     group_offsets,
     read_all,
     sink_args,
+    sink_offsets,
     stage_args,
     start_cli,
     totals_history,
@@ -35,6 +36,9 @@ def assert_exact(endpoints, names, inp, url) -> None:
         assert totals == sorted(totals), f"total of {minute} went down: {totals}"
     assert {k: v[-1] for k, v in history.items()} == expected, "output topic (last per key)"
     assert read_table(url) == expected, "MySQL error_log"
+    out_ends = end_offsets(endpoints.bootstrap, names.topic("out"))
+    assert sink_offsets(url, names) == {p: o for p, o in out_ends.items() if o > 0}, \
+        "the sink's stored positions must reach the output's end (past the commit markers)"
     ends = end_offsets(endpoints.bootstrap, names.topic("in"))
     assert group_offsets(endpoints.bootstrap, names.group, names.topic("in")) == ends
     dlq = [json.loads(m.value()) for m in read_all(endpoints.bootstrap, names.topic("dlq"))]

@@ -1,0 +1,114 @@
+"""Prometheus metrics and a health check for the stage and the sink, on one small HTTP server.
+
+`/metrics` is the Prometheus text format; `/healthz` answers 200, or 503 when no batch has been
+committed (stage) or written (sink) for `stall_seconds` while lag exists. A port that cannot be
+bound is logged and skipped: metrics never stop the data path.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+
+log = logging.getLogger("logcount.metrics")
+
+_SECONDS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120)
+
+
+class Health:
+    """Healthy unless progress has stalled for `stall_seconds` while there is lag."""
+
+    def __init__(self, stall_seconds: float) -> None:
+        self.stall_seconds = stall_seconds
+        self.last_progress = time.monotonic()
+        self.lag = 0
+
+    def progressed(self) -> None:
+        self.last_progress = time.monotonic()
+
+    def status(self) -> tuple[bool, dict]:
+        idle = time.monotonic() - self.last_progress
+        healthy = self.lag <= 0 or idle < self.stall_seconds
+        return healthy, {"healthy": healthy, "lag": self.lag,
+                         "seconds_since_progress": round(idle, 1),
+                         "stall_seconds": self.stall_seconds}
+
+
+class StageMetrics:
+    def __init__(self) -> None:
+        r = self.registry = CollectorRegistry()
+        self.batches_committed = Counter("logcount_batches_committed", "batches committed",
+                                         registry=r)
+        self.batches_aborted = Counter("logcount_batches_aborted",
+                                       "batches aborted or failed before commit", registry=r)
+        self.records_read = Counter("logcount_records_read", "input records read", registry=r)
+        self.malformed = Counter("logcount_malformed_records", "malformed records sent to the DLQ",
+                                 registry=r)
+        self.lag = Gauge("logcount_input_lag_records", "input lag (last stable offset - committed)",
+                         ["partition"], registry=r)
+        self.spark_seconds = Histogram("logcount_batch_spark_seconds", "Spark time per batch",
+                                       buckets=_SECONDS, registry=r)
+        self.commit_seconds = Histogram("logcount_batch_commit_seconds",
+                                        "transaction time per batch (begin to commit)",
+                                        buckets=_SECONDS, registry=r)
+
+
+class SinkMetrics:
+    def __init__(self) -> None:
+        r = self.registry = CollectorRegistry()
+        self.records_applied = Counter("logcount_sink_records_applied",
+                                       "output records applied to MySQL", registry=r)
+        self.batches_written = Counter("logcount_sink_batches_written",
+                                       "MySQL transactions committed", registry=r)
+        self.mysql_write_seconds = Histogram("logcount_sink_mysql_write_seconds",
+                                             "MySQL write latency per batch (one transaction)",
+                                             buckets=_SECONDS, registry=r)
+        self.lag = Gauge("logcount_sink_lag_records", "output topic lag per partition",
+                         ["partition"], registry=r)
+
+
+def serve(port: int, registry: CollectorRegistry, health: Health) -> ThreadingHTTPServer | None:
+    """Serve /metrics and /healthz on 0.0.0.0:port in a daemon thread; None if port is 0 or
+    cannot be bound."""
+    if not port:
+        return None
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            if self.path.startswith("/metrics"):
+                body, ctype, code = generate_latest(registry), CONTENT_TYPE_LATEST, 200
+            elif self.path.startswith("/healthz"):
+                ok, detail = health.status()
+                body, ctype = json.dumps(detail).encode(), "application/json"
+                code = 200 if ok else 503
+            else:
+                body, ctype, code = b"not found\n", "text/plain", 404
+            self.send_response(code)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args) -> None:  # scrapes are not worth a log line each
+            pass
+
+    try:
+        server = ThreadingHTTPServer(("0.0.0.0", port), Handler)
+    except OSError as exc:
+        log.warning("metrics: cannot listen on port %d (%s); running without metrics", port, exc)
+        return None
+    threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
+    log.info("metrics on http://0.0.0.0:%d/metrics, health on /healthz", port)
+    return server
