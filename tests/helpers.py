@@ -151,3 +151,17 @@ def sink_offsets(url, names) -> dict[int, int]:
         return {}
     finally:
         conn.close()
+
+
+def held_topics(bootstrap: str, topics) -> list[str]:
+    """Topics whose read_committed end (last stable offset) is below the log end: an open
+    transaction is holding their readers."""
+    adm = kafka_io.admin(bootstrap)
+    held = []
+    for topic in topics:
+        parts = kafka_io.partitions_of(adm, topic) or []
+        stable = kafka_io.list_offsets(adm, topic, parts, OffsetSpec.latest(), True)
+        high = kafka_io.list_offsets(adm, topic, parts, OffsetSpec.latest(), False)
+        if stable != high:
+            held.append(topic)
+    return held

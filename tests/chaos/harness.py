@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from confluent_kafka import KafkaException, Producer
-from confluent_kafka.admin import OffsetSpec
 
 from connectors import kafka_io, stack
 from connectors.mysql_sink import read_table
@@ -28,6 +27,7 @@ from pipeline.synthetic import synthetic_lines
 from tests.helpers import (
     end_offsets,
     group_offsets,
+    held_topics,
     read_all,
     sink_args,
     sink_offsets,
@@ -352,13 +352,8 @@ def check(endpoints, names, url, report: Report) -> None:
 
 
 def _check_no_hanging_transaction(bs: str, names, report: Report) -> None:
-    adm = kafka_io.admin(bs)
-    for topic in (names.topic("out"), names.topic("dlq")):
-        parts = kafka_io.partitions_of(adm, topic) or []
-        stable = kafka_io.list_offsets(adm, topic, parts, OffsetSpec.latest(), True)
-        high = kafka_io.list_offsets(adm, topic, parts, OffsetSpec.latest(), False)
-        if stable != high:
-            report.failures.append(f"a transaction is left open on {topic}")
+    for topic in held_topics(bs, (names.topic("out"), names.topic("dlq"))):
+        report.failures.append(f"a transaction is left open on {topic}")
     # A new transactional write commits and is read back within the transaction timeout.
     p = Producer({"bootstrap.servers": bs, "transactional.id": names.txn_id + "-probe",
                   "transaction.timeout.ms": 60000})

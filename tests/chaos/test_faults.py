@@ -8,14 +8,13 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
-from confluent_kafka.admin import OffsetSpec
 
-from connectors import kafka_io
 from pipeline.crash import CRASH_EXIT_CODE, POINTS
 from tests.helpers import (
     cli,
     end_offsets,
     group_offsets,
+    held_topics,
     sink_args,
     stage_args,
     start_cli,
@@ -82,13 +81,8 @@ def _state(pid: int) -> str:
 def _open_transaction(bootstrap: str, names) -> bool:
     """A transaction is open when a read_committed reader of the output or DLQ is held below
     the log end, or the group's offsets are unstable (offsets sent, transaction unresolved)."""
-    adm = kafka_io.admin(bootstrap)
-    for topic in (names.topic("out"), names.topic("dlq")):
-        parts = kafka_io.partitions_of(adm, topic) or []
-        stable = kafka_io.list_offsets(adm, topic, parts, OffsetSpec.latest(), True)
-        high = kafka_io.list_offsets(adm, topic, parts, OffsetSpec.latest(), False)
-        if stable != high:
-            return True
+    if held_topics(bootstrap, (names.topic("out"), names.topic("dlq"))):
+        return True
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": names.group, "log_level": 0})
     try:
         consumer.committed([TopicPartition(names.topic("in"), 0)], timeout=3)
