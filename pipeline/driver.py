@@ -241,12 +241,6 @@ class Stage:
         if s.once:
             parts = kafka_io.partitions_of(self.admin, s.input_topic) or []
             limit = kafka_io.list_offsets(self.admin, s.input_topic, parts, OffsetSpec.latest())
-            backlog = sum(r.size for r in plan_ranges(
-                resolve_starts(kafka_io.committed_offsets(consumer, s.input_topic, parts),
-                               kafka_io.list_offsets(self.admin, s.input_topic, parts,
-                                                     OffsetSpec.earliest()),
-                               limit, s.starting_offsets), limit, 2**62))
-            progress = Progress(backlog, "run")
         try:
             while not self.stop.set:
                 try:
@@ -254,6 +248,8 @@ class Stage:
                 except DependencyError as exc:
                     self.transient_failure("planning", exc)
                     continue
+                if s.once and progress is None:  # the first plan's lag is the whole backlog
+                    progress = Progress(self.health.lag, "run")
                 if not plan.ranges and not plan.commit_offsets:
                     if s.once:
                         break

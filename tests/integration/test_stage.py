@@ -112,3 +112,40 @@ def test_bad_flag_is_one_line_and_exit_2():
     proc = cli("run", "--delivery", "maybe", check=False)
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "--delivery" in proc.stderr
+
+
+def _metric(port: int, name: str) -> float:
+    import urllib.request
+
+    body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    total = 0.0
+    for line in body.splitlines():
+        if line.startswith(name + " ") or line.startswith(name + "{"):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def test_metrics_move_with_the_stage(endpoints, names, tmp_path):
+    import socket
+
+    inp = build_input(endpoints.bootstrap, names.topic("in"), names.txn_id + "-producer")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    stage = start_cli(*stage_args(endpoints, names, "--metrics-port", str(port),
+                                  "--max-records-per-batch", "700", "--trigger-interval", "0.2"),
+                      log_path=tmp_path / "stage.log")
+    try:
+        ends = end_offsets(endpoints.bootstrap, names.topic("in"))
+        wait_for(lambda: group_offsets(endpoints.bootstrap, names.group,
+                                       names.topic("in")) == ends,
+                 timeout_s=180, what="the stage to drain")
+        wait_for(lambda: _metric(port, "logcount_input_lag_records") == 0, timeout_s=30,
+                 what="lag 0")
+        assert _metric(port, "logcount_batches_committed_total") >= 3
+        assert _metric(port, "logcount_records_read_total") == inp.lines - inp.aborted_errors
+        assert _metric(port, "logcount_malformed_records_total") == len(inp.malformed)
+        assert _metric(port, "logcount_batch_commit_seconds_count") >= 3
+    finally:
+        stage.send_signal(signal.SIGTERM)
+        assert stage.wait(60) == 0

@@ -1,0 +1,56 @@
+import json
+import socket
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from logcount.metrics import Health, StageMetrics, serve
+
+pytestmark = pytest.mark.unit
+
+
+def test_health_fails_only_when_stalled_under_lag():
+    h = Health(stall_seconds=10)
+    assert h.status()[0]
+    h.lag = 5
+    assert h.status()[0], "lag alone is not a stall"
+    h.last_progress = time.monotonic() - 11
+    assert not h.status()[0]
+    h.lag = 0
+    assert h.status()[0], "no lag: idle is fine"
+    h.lag = 5
+    h.progressed()
+    assert h.status()[0]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_endpoints_serve_metrics_and_health():
+    m, h = StageMetrics(), Health(stall_seconds=1)
+    port = _free_port()
+    server = serve(port, m.registry, h)
+    try:
+        m.batches_committed.inc(3)
+        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics").read().decode()
+        assert "logcount_batches_committed_total 3.0" in body
+        ok = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz"))
+        assert ok["healthy"] is True
+        h.lag, h.last_progress = 7, time.monotonic() - 5
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz")
+        assert err.value.code == 503 and json.load(err.value)["lag"] == 7
+    finally:
+        server.shutdown()
+
+
+def test_a_taken_port_is_skipped_not_fatal():
+    with socket.socket() as s:
+        s.bind(("0.0.0.0", 0))
+        s.listen()
+        assert serve(s.getsockname()[1], StageMetrics().registry, Health(1)) is None
