@@ -2,8 +2,22 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
+
+
+class _ClearLine(logging.Filter):
+    """Wipes the bar before a log line is written, so the two never share a line; the next
+    draw puts the bar back."""
+
+    def __init__(self, stream) -> None:
+        super().__init__()
+        self.stream = stream
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        self.stream.write("\r\x1b[K")
+        return True
 
 
 class Progress:
@@ -15,6 +29,9 @@ class Progress:
         self.enabled = self.stream.isatty() if enabled is None else enabled
         self.started = time.monotonic()
         self._last_draw = 0.0
+        self._filter = _ClearLine(self.stream) if self.enabled else None
+        for handler in logging.getLogger().handlers if self._filter else ():
+            handler.addFilter(self._filter)
 
     def advance(self, n: int) -> None:
         self.done += n
@@ -44,3 +61,5 @@ class Progress:
             self.draw(force=True)
             self.stream.write("\n")
             self.stream.flush()
+            for handler in logging.getLogger().handlers:
+                handler.removeFilter(self._filter)

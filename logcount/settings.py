@@ -179,6 +179,10 @@ class RunSettings(_Settings):
     input_partitions: int = field(
         default=4, metadata=opt("partitions of the input topic when the stage creates it")
     )
+    max_malformed_per_batch: int = field(
+        default=50_000,
+        metadata=opt("malformed lines one batch may carry to the DLQ; past it the batch is cut"),
+    )
     startup_timeout: float = field(
         default=60.0, metadata=opt("seconds to keep retrying an unreachable broker at start")
     )
@@ -193,6 +197,8 @@ class RunSettings(_Settings):
     def validate(self) -> RunSettings:
         if self.max_records_per_batch < 1:
             raise ConfigError("--max-records-per-batch must be at least 1")
+        if self.max_malformed_per_batch < 1:
+            raise ConfigError("--max-malformed-per-batch must be at least 1")
         if self.trigger_interval < 0:
             raise ConfigError("--trigger-interval must not be negative")
         if not re.fullmatch(r"[A-Za-z]+", self.level):

@@ -260,7 +260,7 @@ class Stage:
                 t0 = time.monotonic()
                 try:
                     result = compute_batch(spark, s.bootstrap_servers, s.input_topic, plan.ranges,
-                                           s.level, self.extra)
+                                           s.level, self.extra, s.max_malformed_per_batch)
                 except Exception as exc:  # noqa: BLE001 - Spark/py4j errors have no common base
                     if self.stop.set:  # cancelled by the signal handler: nothing is open
                         break

@@ -59,9 +59,9 @@ def test_a_flood_of_malformed_lines_is_routed_and_counts_stay_exact(endpoints, n
         p.produce(topic, line, partition=i % 4)
     assert p.flush(60) == 0
 
-    # No batch cap: one batch would hold more malformed lines than a batch may bring to the
-    # driver (10,000), so this also drives the stage's cut-short path.
-    proc = cli(*stage_args(endpoints, names, "--once"))
+    # No record cap, but fewer malformed lines per batch than the flood holds: this also drives
+    # the stage's cut-short path.
+    proc = cli(*stage_args(endpoints, names, "--once", "--max-malformed-per-batch", "5000"))
     assert "batch 2 committed" in proc.stderr, "the malformed limit must have cut batch 1 short"
 
     expected: Counter = Counter()
