@@ -45,9 +45,12 @@ def wait_for_broker(bootstrap: str, extra: Mapping[str, str] | None,
     clear DependencyError. A broker that is restarting answers again within seconds."""
     adm = admin(bootstrap, extra)
     deadline = time.monotonic() + timeout_s
+    # Each attempt gets a slice of the budget (at most 5 s), so there are always several
+    # attempts: one attempt as long as the whole budget would never retry at all.
+    attempt_s = max(0.5, min(5.0, timeout_s / 4))
     while True:
         try:
-            adm.list_topics(timeout=min(5.0, max(0.5, deadline - time.monotonic())))
+            adm.list_topics(timeout=attempt_s)
             return adm
         except KafkaException as exc:
             reason = exc.args[0].str() if exc.args else str(exc)
