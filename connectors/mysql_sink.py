@@ -319,12 +319,3 @@ def read_table(url: MySQLUrl) -> dict[str, int]:
             return {t.strftime("%Y-%m-%d %H:%M:00"): int(c) for t, c in cur.fetchall()}
     finally:
         conn.close()
-
-
-def wait_until(pred, timeout_s: float, step_s: float = 0.2) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(step_s)
-    return pred()

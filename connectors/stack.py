@@ -377,9 +377,15 @@ class SparkMaster(Service):
         _java()
         _spark_class()
 
+    def prepare(self) -> None:
+        # Also what puts our state dir on the master's command line, which is how pid() and
+        # `down` recognise the process as ours (the workers have it through --work-dir).
+        (self.dir / "spark-master.conf").write_text("spark.master.rest.enabled false\n")
+
     def command(self) -> list[str]:
         return [_spark_class(), "org.apache.spark.deploy.master.Master", "--host", HOST,
-                "--port", str(SPARK_MASTER_PORT), "--webui-port", "8080"]
+                "--port", str(SPARK_MASTER_PORT), "--webui-port", "8080",
+                "--properties-file", str(self.dir / "spark-master.conf")]
 
     def probe(self) -> None:
         if not port_open(SPARK_MASTER_PORT):

@@ -25,6 +25,9 @@ def spark_cluster():
     if not was_up:
         for s in reversed(spark):
             s.down(log=lambda line: None)
+        # Nothing may outlive the test: a leaked master would hold port 7077 for the next run.
+        assert not any(s.pid() for s in spark)
+        assert not stack.port_open(stack.SPARK_MASTER_PORT)
 
 
 def _master_state() -> dict:
