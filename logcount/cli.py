@@ -64,6 +64,12 @@ def _demo(args: argparse.Namespace) -> int:
     return run_demo(st.from_namespace(st.DemoSettings, args))
 
 
+def _bench(args: argparse.Namespace) -> int:
+    from bench.runner import run_bench
+
+    return run_bench(st.from_namespace(st.BenchSettings, args))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="logcount", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -78,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("sink", "the MySQL sink service", st.SinkSettings, _sink),
         ("produce", "load log lines into a topic", st.ProduceSettings, _produce),
         ("demo", "everything on the embedded stack, then the table", st.DemoSettings, _demo),
+        ("bench", "the side-by-side benchmark", st.BenchSettings, _bench),
     ]
     for name, help_text, cls, handler in commands:
         p = sub.add_parser(name, help=help_text, description=cls.__doc__)

@@ -285,6 +285,34 @@ class DemoSettings(_Settings):
 
 
 @dataclass(frozen=True, repr=False)
+class BenchSettings(_Settings):
+    """`logcount bench`: the side-by-side benchmark on the embedded stack."""
+
+    lines: int = field(default=5_000_000, metadata=opt("synthetic lines in the backlog (N)"))
+    out: str = field(default="bench-results", metadata=opt("directory for results.json, "
+                                                           "results.md and results.png"))
+    seed: int = field(default=1, metadata=opt("seed of the synthetic generator"))
+    bootstrap_servers: str | None = field(
+        default=None, metadata=opt("use this broker instead of starting the embedded stack"))
+    latency_rate: int = field(default=20_000,
+                              metadata=opt("lines/s of the steady-state latency producer"))
+    latency_seconds: float = field(default=60.0,
+                                   metadata=opt("seconds each latency run produces for"))
+    large_factor: int = field(default=10, metadata=opt("the RSS run reads this many times N"))
+    quix_lines: int | None = field(
+        default=None, metadata=opt("lines Quix Streams processes (default: N)", metavar="N"))
+
+    def validate(self) -> BenchSettings:
+        if self.lines < 1000:
+            raise ConfigError("--lines must be at least 1000")
+        if self.latency_rate < 20 or self.latency_seconds <= 0:
+            raise ConfigError("--latency-rate must be at least 20 and --latency-seconds > 0")
+        if self.large_factor < 1 or (self.quix_lines is not None and self.quix_lines < 1):
+            raise ConfigError("--large-factor and --quix-lines must be at least 1")
+        return self
+
+
+@dataclass(frozen=True, repr=False)
 class StackSettings(_Settings):
     """`logcount stack up|down|status`."""
 
@@ -379,7 +407,7 @@ def reference_markdown() -> str:
     """The README's configuration reference, generated from the settings classes."""
     sections = [
         ("run", RunSettings), ("sink", SinkSettings), ("produce", ProduceSettings),
-        ("demo", DemoSettings), ("stack up", StackSettings),
+        ("demo", DemoSettings), ("bench", BenchSettings), ("stack up", StackSettings),
     ]
     out = []
     for name, cls in sections:

@@ -238,6 +238,9 @@ class Stage:
         self.stop.on_stop.append(spark.sparkContext.cancelAllJobs)
         limit = None
         progress = None
+        first_plan: float | None = None  # for the closing throughput line
+        last_commit = 0.0
+        committed_records = 0
         if s.once:
             parts = kafka_io.partitions_of(self.admin, s.input_topic) or []
             limit = kafka_io.list_offsets(self.admin, s.input_topic, parts, OffsetSpec.latest())
@@ -250,6 +253,8 @@ class Stage:
                     continue
                 if s.once and progress is None:  # the first plan's lag is the whole backlog
                     progress = Progress(self.health.lag, "run")
+                if first_plan is None and plan.ranges:
+                    first_plan = time.monotonic()
                 if not plan.ranges and not plan.commit_offsets:
                     if s.once:
                         break
@@ -276,7 +281,8 @@ class Stage:
                     self.transient_failure("the transaction", exc)
                     continue
                 self.failures = 0
-                t2 = time.monotonic()
+                t2 = last_commit = time.monotonic()
+                committed_records += result.records
                 # Only now, after the commit, do the in-memory totals move.
                 totals.update(updates)
                 self.health.progressed()
@@ -301,7 +307,10 @@ class Stage:
                 consumer.close()
             if server is not None:
                 server.shutdown()
-        log.info("stage stopped after %d batches", self.batches)
+        busy = last_commit - first_plan if first_plan is not None and last_commit else 0.0
+        log.info("stage stopped after %d batches: %d records committed in %.2fs from the first "
+                 "plan to the last commit (%.0f records/s)", self.batches, committed_records,
+                 busy, committed_records / busy if busy else 0.0)
         return 0
 
 

@@ -1,0 +1,55 @@
+"""The benchmark's input: synthetic lines generated once, written to as many topics as needed."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from confluent_kafka import Producer
+
+from connectors import kafka_io
+from logcount.errors import DependencyError
+from pipeline.synthetic import synthetic_lines
+
+
+def generate(n: int, seed: int) -> list[bytes]:
+    return list(synthetic_lines(n, seed))
+
+
+def write_topic(bootstrap: str, topic: str, lines: Sequence[bytes], partitions: int,
+                repeat: int = 1, on_progress=None) -> int:
+    """Write `lines` (`repeat` times) round-robin in blocks over `partitions`; return the count.
+
+    Each record is keyed by its partition number: Quix Streams' windows need a key, and keying
+    here spares Quix a repartition topic (generous to it); no other contender reads the key.
+    """
+    kafka_io.ensure_topic(kafka_io.admin(bootstrap), topic, partitions)
+    p = Producer(kafka_io.client_config(bootstrap, None, **{
+        "linger.ms": 20, "batch.size": 1_000_000, "compression.type": "lz4",
+        "enable.idempotence": True, "queue.buffering.max.messages": 1_000_000}))
+    keys = [str(i).encode() for i in range(partitions)]
+    failed: list[str] = []
+
+    def on_delivery(err, _msg):
+        if err is not None:
+            failed.append(err.str())
+
+    n = 0
+    block = 1000
+    for _ in range(repeat):
+        for i, line in enumerate(lines):
+            part = (i // block) % partitions
+            while True:
+                try:
+                    p.produce(topic, line, keys[part], part, on_delivery=on_delivery)
+                    break
+                except BufferError:
+                    p.poll(0.05)
+            n += 1
+            if n % 100_000 == 0:
+                p.poll(0)
+                if on_progress:
+                    on_progress(100_000)
+    if p.flush(120) or failed:
+        raise DependencyError(f"writing {topic}: {len(failed)} failed" +
+                              (f" ({failed[0]})" if failed else ""))
+    return n

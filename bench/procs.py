@@ -1,0 +1,162 @@
+"""Child processes for the benchmark: timestamped output lines, CPU seconds and peak RSS.
+
+A contender runs as its own process tree (a Python driver and, for Spark, its JVM child), so its
+CPU and memory are its own. A sampler walks /proc every SAMPLE_S: the CPU seconds of a process
+are its last sample (a process that exits between samples loses at most one interval), its
+peak RSS is the kernel's own high-water mark (VmHWM), which no sampling can miss.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+SAMPLE_S = 0.2
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class ProcStats:
+    cpu_s: dict[int, float] = field(default_factory=dict)   # pid -> user+system seconds
+    hwm_kb: dict[int, int] = field(default_factory=dict)    # pid -> VmHWM
+    names: dict[int, str] = field(default_factory=dict)     # pid -> comm
+
+    root: int = 0
+
+    @property
+    def root_peak_rss_mb(self) -> float:
+        """The peak RSS of the process we started (for the stage: the Python driver)."""
+        return self.hwm_kb.get(self.root, 0) / 1024
+
+    @property
+    def cpu_seconds(self) -> float:
+        return sum(self.cpu_s.values())
+
+    def peak_rss_mb(self, name: str | None = None) -> float:
+        """Peak RSS of the processes whose comm is `name` (all when None), summed."""
+        return sum(kb for pid, kb in self.hwm_kb.items()
+                   if name is None or self.names.get(pid) == name) / 1024
+
+
+def _children() -> dict[int, list[int]]:
+    kids: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        kids.setdefault(ppid, []).append(int(entry))
+    return kids
+
+
+def _sample(root: int, stats: ProcStats) -> None:
+    kids = _children()
+    todo = [root]
+    while todo:
+        pid = todo.pop()
+        todo += kids.get(pid, [])
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                stat = f.read()
+            with open(f"/proc/{pid}/status") as f:
+                status = f.read()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()
+        stats.cpu_s[pid] = (int(fields[11]) + int(fields[12])) / _TICKS
+        stats.names[pid] = name
+        for line in status.splitlines():
+            if line.startswith("VmHWM:"):
+                stats.hwm_kb[pid] = max(stats.hwm_kb.get(pid, 0), int(line.split()[1]))
+
+
+class Child:
+    """A contender's process: its output lines (with arrival times) and its resource use."""
+
+    def __init__(self, argv: Sequence[str], env: dict[str, str] | None = None,
+                 log_path: str | None = None) -> None:
+        self.argv = list(argv)
+        self.lines: list[tuple[float, str]] = []
+        self.stats = ProcStats()
+        self.started = time.monotonic()
+        self._log = open(log_path, "a") if log_path else None  # noqa: SIM115 - closed in wait
+        self.proc = subprocess.Popen(
+            self.argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})}, start_new_session=True)
+        self.stats.root = self.proc.pid
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        self._done = threading.Event()
+        self._sampler = threading.Thread(target=self._samples, daemon=True)
+        self._sampler.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            text = raw.decode("utf-8", "replace").rstrip("\n")
+            self.lines.append((time.monotonic(), text))
+            if self._log:
+                self._log.write(text + "\n")
+
+    def _samples(self) -> None:
+        while not self._done.is_set():
+            _sample(self.proc.pid, self.stats)
+            self._done.wait(SAMPLE_S)
+
+    def first_line(self, needle: str, after: float = 0.0) -> tuple[float, str] | None:
+        return next(((t, s) for t, s in list(self.lines) if needle in s and t >= after), None)
+
+    def wait_for_line(self, needle: str, timeout: float, after: float = 0.0) -> tuple[float, str]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            hit = self.first_line(needle, after)
+            if hit:
+                return hit
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.02)
+        hit = self.first_line(needle, after)
+        if hit:
+            return hit
+        raise RuntimeError(f"{self.argv[0]}: no line with {needle!r} within {timeout:.0f}s; "
+                           f"last output: {self.tail()}")
+
+    def tail(self, n: int = 5) -> str:
+        return " | ".join(s for _, s in self.lines[-n:])
+
+    def signal(self, sig: int) -> float:
+        """Signal the whole tree (its own session); returns when it was sent."""
+        t = time.monotonic()
+        os.killpg(self.proc.pid, sig)
+        return t
+
+    def wait(self, timeout: float) -> int:
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.signal(signal.SIGKILL)
+            self.proc.wait(30)
+            raise RuntimeError(f"{self.argv[0]} still running after {timeout:.0f}s; killed; "
+                               f"last output: {self.tail()}") from None
+        finally:
+            self._done.set()
+            self._sampler.join(5)
+            self._reader.join(5)
+            if self._log:
+                self._log.close()
+                self._log = None
+        return rc
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started

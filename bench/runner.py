@@ -1,0 +1,280 @@
+"""`logcount bench`: every contender on the same data in one run, then results.json/.md/.png.
+
+Each contender is its own process (bench/procs.py measures its CPU and memory). Throughput is
+records / processing seconds, where processing starts when the contender starts reading (the
+stage's first plan, the streaming query's start, the consumer's creation, the JVM tool's own
+start) and ends at its last commit; start-up (JVM, Spark session) is reported apart, as wall
+throughput, because a streaming stage pays it once per deployment.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import signal
+import sys
+import time
+import uuid
+from pathlib import Path
+
+from bench import data, report
+from bench.latency import ProbeReader, RateProducer, percentile
+from bench.procs import Child
+from connectors import kafka_io, stack
+from logcount.errors import DependencyError
+from logcount.paths import home, jars_dir
+from logcount.progress import Progress
+from logcount.settings import BenchSettings
+
+log = logging.getLogger("logcount.bench")
+
+QUIX_VERSION = "3.28.1"  # its own venv: it pins confluent-kafka < 2.13, logcount needs >= 2.16
+_STOPPED = re.compile(r"stage stopped after \d+ batches: (\d+) records committed in ([\d.]+)s")
+# Generous ceilings: a contender that hangs fails the bench with its last output, never stalls it.
+RUN_TIMEOUT_S = 3600
+
+
+class Bench:
+    def __init__(self, s: BenchSettings) -> None:
+        self.s = s
+        self.out = Path(s.out)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.logs = self.out / "logs"
+        self.logs.mkdir(exist_ok=True)
+        self.run_id = uuid.uuid4().hex[:6]
+        self.bootstrap = s.bootstrap_servers or stack.BOOTSTRAP
+        self.runs: dict[str, dict] = {}
+
+    def name(self, what: str) -> str:
+        return f"bench-{self.run_id}-{what}"
+
+    def child(self, label: str, argv: list[str]) -> Child:
+        log.info("%s: %s", label, " ".join(argv))
+        return Child(argv, log_path=str(self.logs / f"{label}.log"))
+
+    def record(self, label: str, child: Child, records: int, seconds: float) -> dict:
+        run = {"records": records, "seconds": round(seconds, 3),
+               "wall_seconds": round(child.elapsed, 3),
+               "cpu_seconds": round(child.stats.cpu_seconds, 2),
+               "lines_per_s": round(records / seconds) if seconds else 0,
+               "wall_lines_per_s": round(records / child.elapsed) if child.elapsed else 0,
+               "lines_per_cpu_s": round(records / child.stats.cpu_seconds)
+               if child.stats.cpu_seconds else 0,
+               "driver_rss_mb": round(child.stats.root_peak_rss_mb, 1),
+               "jvm_rss_mb": round(child.stats.peak_rss_mb("java"), 1)}
+        self.runs[label] = run
+        log.info("%s: %d records in %.2fs (%d lines/s; wall %.1fs; cpu %.1fs)", label, records,
+                 seconds, run["lines_per_s"], child.elapsed, child.stats.cpu_seconds)
+        return run
+
+    # -- contenders ---------------------------------------------------------------------------
+    def raw_jvm(self, topic: str, n: int) -> dict:
+        classpath = str(jars_dir() / "kafka" / "*")
+        c = self.child("raw_jvm_consumer", [
+            "java", "-Xmx1g", "-cp", classpath, "org.apache.kafka.tools.ConsumerPerformance",
+            "--bootstrap-server", self.bootstrap, "--topic", topic, "--num-records", str(n),
+            "--group", self.name("jvm"), "--timeout", "60000"])
+        self.check(c, c.wait(RUN_TIMEOUT_S))
+        # start.time, end.time, MB, MB.sec, nMsg, nMsg.sec, ...: its own timing, JVM start excluded
+        row = next(s for _, s in reversed(c.lines) if re.match(r"\d{4}-\d\d-\d\d ", s))
+        cols = [x.strip() for x in row.split(",")]
+        seconds = _ts(cols[1]) - _ts(cols[0])
+        return self.record("raw_jvm_consumer", c, int(cols[4]), seconds)
+
+    def raw_python(self, topic: str, n: int) -> dict:
+        c = self.child("raw_python_consumer", [
+            sys.executable, "-m", "bench.raw_consumer", "--bootstrap-servers", self.bootstrap,
+            "--topic", topic, "--records", str(n), "--group-id", self.name("py")])
+        self.check(c, c.wait(RUN_TIMEOUT_S))
+        got = _json_line(c)
+        return self.record("raw_python_consumer", c, got["records"], got["seconds"])
+
+    def sss(self, topic: str) -> dict:
+        c = self.child("spark_structured_streaming", [
+            sys.executable, "-m", "bench.sss_app", "--bootstrap-servers", self.bootstrap,
+            "--topic", topic, "--output-topic", self.name("sss-out")])
+        self.check(c, c.wait(RUN_TIMEOUT_S))
+        got = _json_line(c)
+        return self.record("spark_structured_streaming", c, got["records"], got["seconds"])
+
+    def quix(self, topic: str, n: int) -> dict:
+        python = quix_python()
+        c = self.child("quixstreams_eos", [
+            str(python), str(Path(__file__).with_name("quix_app.py")), "--bootstrap-servers",
+            self.bootstrap, "--topic", topic, "--output-topic", self.name("quix-out"),
+            "--group-id", self.name("quix"), "--records", str(n)])
+        self.check(c, c.wait(RUN_TIMEOUT_S))
+        got = _json_line(c)
+        return self.record("quixstreams_eos", c, got["records"], got["seconds"])
+
+    def stage_argv(self, topic: str, tag: str, *extra: str) -> list[str]:
+        return [sys.executable, "-m", "logcount.cli", "run", "--bootstrap-servers",
+                self.bootstrap, "--input-topic", topic, "--output-topic", self.name(f"{tag}-out"),
+                "--dlq-topic", self.name(f"{tag}-dlq"), "--group-id", self.name(tag),
+                "--transactional-id", self.name(tag), "--metrics-port", "0", *extra]
+
+    def logcount(self, label: str, topic: str, *extra: str) -> dict:
+        c = self.child(label, self.stage_argv(topic, label, "--once", *extra))
+        self.check(c, c.wait(RUN_TIMEOUT_S))
+        m = next((m for _, s in c.lines if (m := _STOPPED.search(s))), None)
+        if m is None:
+            raise DependencyError(f"{label}: no closing line; last output: {c.tail()}")
+        return self.record(label, c, int(m.group(1)), float(m.group(2)))
+
+    def check(self, c: Child, rc: int) -> None:
+        if rc != 0:
+            raise DependencyError(f"{c.argv[0]} {' '.join(c.argv[1:3])} exited {rc}: {c.tail()}")
+
+    # -- latency and recovery -----------------------------------------------------------------
+    def latency(self, trigger: float, filler: list[bytes]) -> dict:
+        tag = f"lat{trigger:g}".replace(".", "_")
+        topic = self.name(f"{tag}-in")
+        kafka_io.ensure_topic(kafka_io.admin(self.bootstrap), topic, 4)
+        data.write_topic(self.bootstrap, topic, filler[:1000], 4)
+        c = self.child(f"latency_trigger_{trigger:g}", self.stage_argv(
+            topic, tag, "--trigger-interval", str(trigger)))
+        try:
+            c.wait_for_line("batch 1 committed", 180)  # warm: session up, first batch done
+            reader = ProbeReader(self.bootstrap, self.name(f"{tag}-out"), self.name(f"{tag}-rd"))
+            reader.start()
+            producer = RateProducer(self.bootstrap, topic, filler, self.s.latency_rate,
+                                    self.s.latency_seconds, 4)
+            t0 = time.monotonic()
+            producer.start()
+            producer.join()
+            produced_for = time.monotonic() - t0
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and set(producer.sent) - set(reader.seen):
+                time.sleep(0.1)
+            reader.stop.set()
+            reader.join(10)
+        finally:
+            c.signal(signal.SIGTERM)
+            c.wait(120)
+        lat = [(reader.seen[k] - t) * 1000 for k, t in producer.sent.items() if k in reader.seen]
+        result = {"trigger_interval_s": trigger, "probes": len(producer.sent),
+                  "probes_seen": len(lat),
+                  "rate_lines_per_s": round(producer.achieved_rate(produced_for)),
+                  "p50": round(percentile(lat, 50), 1), "p99": round(percentile(lat, 99), 1),
+                  "max": round(max(lat), 1) if lat else None}
+        log.info("latency at trigger %gs: %s", trigger, result)
+        return result
+
+    def recovery(self, filler: list[bytes]) -> dict:
+        topic = self.name("rec-in")
+        kafka_io.ensure_topic(kafka_io.admin(self.bootstrap), topic, 4)
+        argv = self.stage_argv(topic, "rec", "--trigger-interval", "0.5")
+        producer = RateProducer(self.bootstrap, topic, filler, self.s.latency_rate, 3600, 4)
+        producer.start()
+        first = self.child("recovery_first", argv)
+        try:
+            first.wait_for_line("batch 3 committed", 180)
+            killed = first.signal(signal.SIGKILL)
+            first.wait(30)
+            # Restarted at once, as a supervisor would: the new instance fences the old one,
+            # aborts its open transaction, restores totals, starts Spark and commits.
+            second = self.child("recovery_second", argv)
+            try:
+                t, _ = second.wait_for_line("batch 1 committed", 180)
+            finally:
+                second.signal(signal.SIGTERM)
+                second.wait(120)
+        finally:
+            producer.stop.set()
+            producer.join(30)
+        result = {"recovery_s": round(t - killed, 2)}
+        log.info("recovery: %s", result)
+        return result
+
+
+def _ts(text: str) -> float:
+    """ConsumerPerformance's 'YYYY-MM-DD HH:MM:SS:mmm' -> seconds."""
+    day, clock = text.split(" ")
+    h, m, sec, ms = (int(x) for x in clock.split(":"))
+    return h * 3600 + m * 60 + sec + ms / 1000 + int(day.replace("-", "")) * 86400
+
+
+def _json_line(c: Child) -> dict:
+    for _, s in reversed(c.lines):
+        if s.startswith("{"):
+            return json.loads(s)
+    raise DependencyError(f"{c.argv[0]}: no result line; last output: {c.tail()}")
+
+
+def quix_python() -> Path:
+    """The Quix Streams venv's python, created on first use under .cache/venvs/quix."""
+    venv = home() / ".cache" / "venvs" / f"quix-{QUIX_VERSION}"
+    python = venv / "bin" / "python"
+    stamp = venv / ".installed"
+    if not stamp.exists():
+        import subprocess
+        import venv as venv_mod
+
+        log.info("installing quixstreams==%s into %s (once)", QUIX_VERSION, venv)
+        venv_mod.create(venv, with_pip=True, clear=True)
+        r = subprocess.run([str(python), "-m", "pip", "install", "-q",
+                            f"quixstreams=={QUIX_VERSION}"], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise DependencyError(f"installing quixstreams: {r.stderr.strip()[-500:]}")
+        stamp.write_text(QUIX_VERSION)
+    return python
+
+
+def run_bench(s: BenchSettings) -> int:
+    if s.bootstrap_servers is None:
+        stack.up(log=log.info)
+    b = Bench(s)
+    n = s.lines
+    quix_n = min(s.quix_lines or n, n)
+    large = n * s.large_factor
+    # records each step reads, for the progress bar: 2x produce, the contenders, scaling, RSS
+    steps = [n * 4, n, n, n, quix_n, n, n, n, n, n, large, large]
+    progress = Progress(sum(steps), "bench")
+    os.environ.setdefault("PYTHONPATH", str(home()))
+    t_start = time.monotonic()
+    try:
+        log.info("generating %d synthetic lines (seed %d)", n, s.seed)
+        lines = data.generate(n, s.seed)
+        topics = {p: b.name(f"in-p{p}") for p in (1, 4, 8)}
+        for p, topic in topics.items():
+            data.write_topic(b.bootstrap, topic, lines, p)
+        progress.advance(n * 3)
+        big = b.name("in-large")
+        data.write_topic(b.bootstrap, big, lines, 4, repeat=s.large_factor,
+                         on_progress=lambda k: progress.advance(k // s.large_factor))
+        main = topics[4]
+        b.raw_jvm(main, n)
+        progress.advance(n)
+        b.raw_python(main, n)
+        progress.advance(n)
+        b.sss(main)
+        progress.advance(n)
+        b.quix(main, quix_n)
+        progress.advance(quix_n)
+        b.logcount("logcount_eos", main)
+        progress.advance(n)
+        b.logcount("logcount_alos", main, "--delivery", "at-least-once")
+        progress.advance(n)
+        b.logcount("logcount_eos_1core", main, "--master", "local[1]")
+        progress.advance(n)
+        b.logcount("logcount_eos_p1", topics[1])
+        progress.advance(n)
+        b.logcount("logcount_eos_p8", topics[8])
+        progress.advance(n)
+        b.logcount("logcount_eos_large", big)
+        progress.advance(large)
+        lat = {str(t): b.latency(t, lines) for t in (0.5, 1.0)}
+        rec = b.recovery(lines)
+        progress.advance(large)
+    finally:
+        progress.close()
+    results = report.assemble(b.runs, lat, rec, n, large, quix_n, os.cpu_count() or 0,
+                              round(time.monotonic() - t_start))
+    (b.out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    (b.out / "results.md").write_text(report.markdown(results))
+    report.plot(results, b.out / "results.png")
+    print(report.markdown(results))
+    print(f"bench: wrote {b.out / 'results.json'}, results.md, results.png")
+    return 0

@@ -1,0 +1,67 @@
+"""spark_structured_streaming: the same count as Spark users write it today.
+
+readStream kafka -> parse -> groupBy(1-minute window).count() -> writeStream kafka (update
+mode, a checkpoint directory; Spark's Kafka sink is at-least-once). The backlog is processed
+with Trigger.AvailableNow in micro-batches of at most --max-records, logcount's batch size.
+Same Spark session settings as the stage (pipeline.job.spark_session). Prints one JSON line:
+records, seconds (query started -> query finished), session_seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+
+from pyspark.sql import functions as F
+
+from connectors import kafka_io
+from pipeline.job import spark_session
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bootstrap-servers", required=True)
+    ap.add_argument("--topic", required=True)
+    ap.add_argument("--output-topic", required=True)
+    ap.add_argument("--master", default="local[*]")
+    ap.add_argument("--max-records", type=int, default=2_000_000)
+    a = ap.parse_args()
+    t0 = time.monotonic()
+    kafka_io.ensure_topic(kafka_io.admin(a.bootstrap_servers), a.output_topic, 4,
+                          {"cleanup.policy": "compact"})
+    spark = spark_session(a.master, "sss-bench")
+    t1 = time.monotonic()
+    lines = (spark.readStream.format("kafka")
+             .option("kafka.bootstrap.servers", a.bootstrap_servers)
+             .option("subscribe", a.topic).option("startingOffsets", "earliest")
+             .option("kafka.isolation.level", "read_committed")
+             .option("maxOffsetsPerTrigger", a.max_records).load()
+             .select(F.col("value").cast("string").alias("line")))
+    m = F.regexp_extract("line", r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) ([A-Za-z]+)(?: |$)", 0)
+    parsed = lines.select(
+        F.try_to_timestamp(F.substring("line", 1, 19), F.lit("yyyy-MM-dd HH:mm:ss")).alias("ts"),
+        F.regexp_extract("line", r"^\S+ \S+ ([A-Za-z]+)(?: |\r?$)", 1).alias("level"),
+        (m != "").alias("ok"))
+    counts = (parsed.filter(F.col("ok") & F.col("ts").isNotNull() & (F.col("level") == "ERROR"))
+              .groupBy(F.window("ts", "1 minute")).count()
+              .select(F.date_format("window.start", "yyyy-MM-dd HH:mm:ss").alias("key"),
+                      F.to_json(F.struct(F.date_format("window.start", "yyyy-MM-dd HH:mm:ss")
+                                         .alias("log_time"),
+                                         F.col("count").alias("log_count"))).alias("value")))
+    with tempfile.TemporaryDirectory() as ckpt:
+        q = (counts.writeStream.format("kafka").outputMode("update")
+             .option("kafka.bootstrap.servers", a.bootstrap_servers)
+             .option("topic", a.output_topic).option("checkpointLocation", ckpt)
+             .trigger(availableNow=True).start())
+        q.awaitTermination()
+        t2 = time.monotonic()
+        records = sum(p["numInputRows"] for p in q.recentProgress)
+    print(json.dumps({"records": records, "seconds": t2 - t1, "session_seconds": t1 - t0}),
+          flush=True)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()

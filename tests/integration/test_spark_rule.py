@@ -1,0 +1,98 @@
+"""The Spark SQL line rule (pipeline/job.py batch_frame) against the independent reference.
+
+No Kafka here: the same plan runs on a DataFrame of (partition, offset, value) built in memory,
+over tricky lines and thousands of generated ones, and must agree line by line with
+tests/reference.py on what is malformed and per minute on what is counted.
+"""
+
+import random
+
+import pytest
+
+from pipeline.job import batch_frame, batch_result
+from connectors.offsets import OffsetRange
+from tests.reference import reference_parse
+
+pytestmark = pytest.mark.integration
+
+TRICKY = [
+    b"2017-07-30 14:09:08 ERROR some message", b"2017-07-30 14:09:08 ERROR", b"2017-07-30 14:09:08 ERROR\r",
+    b"2017-07-30 14:09:08 ERROR\r\r", b"2017-07-30 14:09:08 ERROR\n", b"2017-07-30 14:09:08 ERRORS x",
+    b"2017-07-30 14:09:08 ERROR  padded", b"2017-07-30 14:09:08  ERROR x", b"2017-07-30 14:09:08 error x",
+    b"2017-07-30 14:09:08 INFO  x", b"2017-07-30 14:09:08 " + b"E" * 100 + b" long level",
+    b"2017-07-30 14:09:08 " + b"ERROR" + b"x" * 70, b"2017-07-30 14:09:08 ERROR \xff\xfe",
+    b"2016-02-29 00:00:00 ERROR leap", b"1900-02-29 00:00:00 ERROR not leap",
+    b"2000-02-29 00:00:00 ERROR leap", b"2017-04-31 00:00:00 ERROR", b"2017-02-30 10:00:00 ERROR x",
+    b"2017-07-30 24:00:00 ERROR x", b"2017-07-30 23:60:00 ERROR x", b"2017-07-30 23:59:60 ERROR x",
+    b"0000-01-01 00:00:00 ERROR x", b"0001-01-01 00:00:00 ERROR x", b"2017-13-01 00:00:00 ERROR x",
+    b"2017-00-10 00:00:00 ERROR x", b"2017-07-00 00:00:00 ERROR x", b"", b"\r", b"\x00\x01garbage",
+    b"2017-07-30T14:09:08 ERROR x", b"2017-07-30 14:09:08\tERROR x", b"2017-07-30 14:09:08 ERR0R x",
+    b"\xc3\x89017-07-30 14:09:08 ERROR x", b"2017-07-30 14:09:08 \xc3\x89RROR x", b"2017-07-30 14:09:08",
+    b"2017-07-30 14:09:08 ", b"\xd9\xa2017-07-30 14:09:08 ERROR arabic digit", b"x" * 1000,
+]
+
+
+def _generated(n: int, seed: int) -> list[bytes]:
+    """Lines near the rule's edges: fields out of range, odd separators and levels, binary."""
+    rng = random.Random(seed)
+    levels = [b"ERROR", b"INFO", b"WARN", b"error", b"ERRORX", b"E", b"ERR0R", b"", b"\xc3\x89RROR"]
+    seps = [b" ", b"  ", b"\t", b"", b"\r", b"\n", b" \r"]
+    out = []
+    for _ in range(n):
+        if rng.random() < 0.1:
+            out.append(rng.randbytes(rng.randrange(60)))
+            continue
+        ts = b"%04d-%02d-%02d %02d:%02d:%02d" % (
+            rng.choice([0, 1, 1900, 2000, 2016, 2017, 9999]), rng.randrange(14), rng.randrange(33),
+            rng.randrange(26), rng.randrange(62), rng.randrange(62))
+        out.append(ts + rng.choice(seps) + rng.choice(levels) + rng.choice(seps)
+                   + rng.randbytes(rng.randrange(30)) + rng.choice([b"", b"\r", b"\r\r"]))
+    return out
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from pipeline.job import spark_session
+
+    session = spark_session("local[2]", "logcount-rule-test")
+    yield session
+    session.stop()
+
+
+def test_the_spark_rule_agrees_with_the_reference(spark):
+    lines = TRICKY + _generated(5000, seed=11)
+    df = spark.createDataFrame([(i % 3, i, v) for i, v in enumerate(lines)],
+                               "partition int, offset long, value binary")
+    rows = batch_frame(df, "ERROR", len(lines)).collect()
+    result = batch_result(rows, [OffsetRange(p, 0, len(lines)) for p in range(3)])
+
+    expected_bad = {i for i, v in enumerate(lines) if reference_parse(v) is None}
+    got_bad = {m.offset: m for m in result.malformed}
+    wrong = sorted((lines[i], "malformed" if i in got_bad else "valid")
+                   for i in expected_bad ^ set(got_bad))
+    assert not wrong, wrong[:10]
+    expected_counts: dict[str, int] = {}
+    for v in lines:
+        ref = reference_parse(v)
+        if ref is not None and ref[1] == "ERROR":
+            expected_counts[ref[0]] = expected_counts.get(ref[0], 0) + 1
+    assert result.counts == expected_counts
+    assert result.records == len(lines)
+    for i, ref in got_bad.items():  # each malformed ref carries its own line's facts
+        assert ref.partition == i % 3
+        assert ref.raw_prefix == lines[i][:256] and ref.raw_length == len(lines[i])
+    assert {m.reason for m in result.malformed} >= {"empty line", "invalid timestamp"}
+    assert 100 < len(expected_bad) < len(lines) - 100  # the corpus exercises both sides
+
+
+def test_malformed_refs_come_back_bounded_per_partition(spark):
+    lines = [b"garbage %d" % i for i in range(300)] + [b"2017-07-30 14:09:08 ERROR x"] * 30
+    df = spark.createDataFrame([(i % 2, i, v) for i, v in enumerate(lines)],
+                               "partition int, offset long, value binary")
+    rows = batch_frame(df, "ERROR", 10).collect()
+    bad = [r for r in rows if r["bad_offset"] is not None]
+    # 10 per partition plus the one that says where to cut, the first by offset
+    assert sorted((r["p"], r["rn"]) for r in bad) == sorted(
+        (p, k) for p in (0, 1) for k in range(1, 12))
+    assert max(r["bad_offset"] for r in bad if r["p"] == 0) == 20
+    assert sum(r["n"] for r in rows if r["minute"] is not None) == 30
