@@ -23,7 +23,10 @@ def main() -> None:
     t0 = time.monotonic()
     c = Consumer({"bootstrap.servers": a.bootstrap_servers, "group.id": a.group_id,
                   "enable.auto.commit": False, "isolation.level": "read_committed",
-                  "enable.partition.eof": True, "log_level": 3})
+                  "enable.partition.eof": True, "log_level": 3,
+                  # librdkafka backs off fetching for fetch.queue.backoff.ms (default 1 s) each
+                  # time its local queue is full; a loop this fast drains it long before that.
+                  "fetch.queue.backoff.ms": 1, "queued.min.messages": 1_000_000})
     parts = c.list_topics(a.topic, timeout=30).topics[a.topic].partitions
     c.assign([TopicPartition(a.topic, p, OFFSET_BEGINNING) for p in parts])
     n = 0

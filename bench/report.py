@@ -83,10 +83,12 @@ def markdown(r: dict) -> str:
                      f"{x['wall_seconds']} |")
     lat = r["latency_ms"]["by_trigger"]
     lines += ["", "| latency (produce -> seen by a read_committed reader) | p50 ms | p99 ms | "
-              "max ms | probes seen | rate lines/s |", "|---|---:|---:|---:|---:|---:|"]
+              "max ms | probes seen | rate lines/s | p99 ms in the warm-up |",
+              "|---|---:|---:|---:|---:|---:|---:|"]
     for t, x in lat.items():
         lines.append(f"| trigger {t} s | {x['p50']} | {x['p99']} | {x['max']} | "
-                     f"{x['probes_seen']}/{x['probes']} | {x['rate_lines_per_s']:,} |")
+                     f"{x['probes_seen']}/{x['probes']} | {x['rate_lines_per_s']:,} | "
+                     f"{x.get('warmup_p99')} (first {x.get('warmup_seconds')} s) |")
     sc = r["scaling_lines_per_s"]
     rss = r["driver_rss_mb"]
     lines += ["", "| scaling (logcount_eos, lines/s) | |", "|---|---:|"]

@@ -298,6 +298,8 @@ class BenchSettings(_Settings):
                               metadata=opt("lines/s of the steady-state latency producer"))
     latency_seconds: float = field(default=60.0,
                                    metadata=opt("seconds each latency run produces for"))
+    latency_warmup_seconds: float = field(
+        default=15.0, metadata=opt("seconds produced before the latency measurement starts"))
     large_factor: int = field(default=10, metadata=opt("the RSS run reads this many times N"))
     quix_lines: int | None = field(
         default=None, metadata=opt("lines Quix Streams processes (default: N)", metavar="N"))
@@ -305,8 +307,9 @@ class BenchSettings(_Settings):
     def validate(self) -> BenchSettings:
         if self.lines < 1000:
             raise ConfigError("--lines must be at least 1000")
-        if self.latency_rate < 20 or self.latency_seconds <= 0:
-            raise ConfigError("--latency-rate must be at least 20 and --latency-seconds > 0")
+        if self.latency_rate < 20 or self.latency_seconds <= 0 or self.latency_warmup_seconds < 0:
+            raise ConfigError("--latency-rate must be at least 20, --latency-seconds > 0 and "
+                              "--latency-warmup-seconds >= 0")
         if self.large_factor < 1 or (self.quix_lines is not None and self.quix_lines < 1):
             raise ConfigError("--large-factor and --quix-lines must be at least 1")
         return self

@@ -165,6 +165,18 @@ def batch_frame(df, level: str, malformed_per_partition: int):
             .filter(F.col("bad_offset").isNull() | (F.col("rn") <= malformed_per_partition + 1)))
 
 
+def warm_up(spark, level: str) -> None:
+    """Run the batch plan once on a two-line in-memory frame.
+
+    A fresh JVM spends seconds on its first Spark job and on compiling this plan (measured: 2.5 s
+    and 2.7 s on 2 cores). The stage does this while its Kafka start-up (fencing, restoring
+    totals) runs, so a restart's first real batch does not pay it after them.
+    """
+    df = spark.createDataFrame([(0, 0, b"2017-07-30 14:09:08 " + level.encode() + b" warm-up"),
+                                (0, 1, b"not a line")], "partition int, offset long, value binary")
+    batch_frame(df, level, 1).collect()
+
+
 def read_ranges(spark, bootstrap: str, topic: str, ranges: Sequence[OffsetRange],
                 kafka_options: Mapping[str, str]):
     starting = {topic: {str(r.partition): r.start for r in ranges}}

@@ -9,26 +9,25 @@ import random
 
 import pytest
 
-from pipeline.job import batch_frame, batch_result
 from connectors.offsets import OffsetRange
+from pipeline.job import batch_frame, batch_result
 from tests.reference import reference_parse
 
 pytestmark = pytest.mark.integration
 
+T = b"2017-07-30 14:09:08 "
 TRICKY = [
-    b"2017-07-30 14:09:08 ERROR some message", b"2017-07-30 14:09:08 ERROR", b"2017-07-30 14:09:08 ERROR\r",
-    b"2017-07-30 14:09:08 ERROR\r\r", b"2017-07-30 14:09:08 ERROR\n", b"2017-07-30 14:09:08 ERRORS x",
-    b"2017-07-30 14:09:08 ERROR  padded", b"2017-07-30 14:09:08  ERROR x", b"2017-07-30 14:09:08 error x",
-    b"2017-07-30 14:09:08 INFO  x", b"2017-07-30 14:09:08 " + b"E" * 100 + b" long level",
-    b"2017-07-30 14:09:08 " + b"ERROR" + b"x" * 70, b"2017-07-30 14:09:08 ERROR \xff\xfe",
-    b"2016-02-29 00:00:00 ERROR leap", b"1900-02-29 00:00:00 ERROR not leap",
-    b"2000-02-29 00:00:00 ERROR leap", b"2017-04-31 00:00:00 ERROR", b"2017-02-30 10:00:00 ERROR x",
-    b"2017-07-30 24:00:00 ERROR x", b"2017-07-30 23:60:00 ERROR x", b"2017-07-30 23:59:60 ERROR x",
-    b"0000-01-01 00:00:00 ERROR x", b"0001-01-01 00:00:00 ERROR x", b"2017-13-01 00:00:00 ERROR x",
-    b"2017-00-10 00:00:00 ERROR x", b"2017-07-00 00:00:00 ERROR x", b"", b"\r", b"\x00\x01garbage",
-    b"2017-07-30T14:09:08 ERROR x", b"2017-07-30 14:09:08\tERROR x", b"2017-07-30 14:09:08 ERR0R x",
-    b"\xc3\x89017-07-30 14:09:08 ERROR x", b"2017-07-30 14:09:08 \xc3\x89RROR x", b"2017-07-30 14:09:08",
-    b"2017-07-30 14:09:08 ", b"\xd9\xa2017-07-30 14:09:08 ERROR arabic digit", b"x" * 1000,
+    T + b"ERROR some message", T + b"ERROR", T + b"ERROR\r", T + b"ERROR\r\r", T + b"ERROR\n",
+    T + b"ERRORS x", T + b"ERROR  padded", T + b" ERROR x", T + b"error x", T + b"INFO  x",
+    T + b"E" * 100 + b" long level", T + b"ERROR" + b"x" * 70, T + b"ERROR \xff\xfe",
+    T + b"ERR0R x", T + b"\xc3\x89RROR x", T, T[:-1], b"2016-02-29 00:00:00 ERROR leap",
+    b"1900-02-29 00:00:00 ERROR not leap", b"2000-02-29 00:00:00 ERROR leap",
+    b"2017-04-31 00:00:00 ERROR", b"2017-02-30 10:00:00 ERROR x", b"2017-07-30 24:00:00 ERROR x",
+    b"2017-07-30 23:60:00 ERROR x", b"2017-07-30 23:59:60 ERROR x", b"0000-01-01 00:00:00 ERROR x",
+    b"0001-01-01 00:00:00 ERROR x", b"2017-13-01 00:00:00 ERROR x", b"2017-00-10 00:00:00 ERROR x",
+    b"2017-07-00 00:00:00 ERROR x", b"", b"\r", b"\x00\x01garbage", b"2017-07-30T14:09:08 ERROR x",
+    b"2017-07-30 14:09:08\tERROR x", b"\xc3\x89017-07-30 14:09:08 ERROR x",
+    b"\xd9\xa2017-07-30 14:09:08 ERROR arabic digit", b"x" * 1000,
 ]
 
 

@@ -1,0 +1,49 @@
+"""A small run of the whole benchmark harness, so that it cannot rot between real runs.
+
+It asserts that every contender really processed the data (records counted by each), that the
+latency probes were all seen through a read_committed reader, that recovery was measured, and
+that the three outputs exist. Speed is not asserted here: goals are judged by `logcount bench`
+at full size (README, Benchmarks), never by a timed test.
+"""
+
+import json
+
+import pytest
+
+from bench.report import CONTENDERS
+from tests.helpers import cli
+
+pytestmark = pytest.mark.bench
+
+LINES = 20_000
+
+
+def test_bench_harness_end_to_end(endpoints, tmp_path):
+    out = tmp_path / "bench"
+    r = cli("bench", "--lines", str(LINES), "--out", str(out), "--bootstrap-servers",
+            endpoints.bootstrap, "--latency-seconds", "5", "--latency-rate", "2000",
+            "--latency-warmup-seconds", "2",
+            "--large-factor", "2", "--quix-lines", "10000", timeout=1500)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
+
+    runs = results["runs"]
+    for name in CONTENDERS:
+        want = 10_000 if name == "quixstreams_eos" else LINES
+        assert runs[name]["records"] == want, (name, runs[name])
+        assert results["throughput_lines_per_s"][name] > 0
+        assert runs[name]["cpu_seconds"] > 0
+    assert runs["logcount_eos_large"]["records"] == 2 * LINES
+    for name in ("logcount_eos_1core", "logcount_eos_p1", "logcount_eos_p8"):
+        assert runs[name]["records"] == LINES
+    for trigger in ("0.5", "1.0"):
+        lat = results["latency_ms"]["by_trigger"][trigger]
+        assert lat["probes"] >= 50 and lat["probes_seen"] == lat["probes"], lat
+    assert 0 < results["latency_ms"]["p50"] <= results["latency_ms"]["p99"]
+    assert results["recovery_s"] > 0
+    assert results["driver_rss_mb"]["small"] > 10 and results["driver_rss_mb"]["large"] > 10
+    assert results["cores"] >= 1 and len(results["goals"]) == 7
+
+    assert (out / "results.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    md = (out / "results.md").read_text()
+    assert all(f"| {k} |" in md for k in CONTENDERS) and "| goal |" in md
