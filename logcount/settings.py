@@ -40,6 +40,7 @@ EXTRA_ENV = {
     "LOGCOUNT_STATE_DIR": "the embedded stack's data, logs, pids (default: $LOGCOUNT_HOME/.stack)",
     "LOGCOUNT_SPARK_DRIVER_HOST": "address executors use to reach the driver (cluster mode)",
     "LOGCOUNT_SPARK_DRIVER_MEMORY": "spark.driver.memory (default 2g)",
+    "LOGCOUNT_CDS": "0: start the Spark driver JVM without set-up's class-data-sharing archive",
     "LOGCOUNT_CRASH_AT": "fault tests only: crash point and batch, e.g. after_produce:2",
     "LOGCOUNT_CRASH_MODE": "fault tests only: exit (default) or stop (SIGSTOP)",
 }

@@ -28,7 +28,7 @@ from logcount.metrics import Health, StageMetrics, serve
 from logcount.progress import Progress
 from logcount.settings import RunSettings
 from pipeline.crash import CrashPoints
-from pipeline.job import BatchResult, MalformedRef, compute_batch, spark_session, warm_up
+from pipeline.job import BatchResult, MalformedRef, compute_batch, spark_session
 from pipeline.state import merge_counts
 
 log = logging.getLogger("logcount.stage")
@@ -221,11 +221,9 @@ class Stage:
         self.stop.event.wait(delay)
 
     def start_spark(self):
-        spark = spark_session(self.s.master)
         t0 = time.monotonic()
-        warm_up(spark, self.s.level)
-        log.info("Spark ready (%s); batch plan compiled in %.1fs", self.s.master,
-                 time.monotonic() - t0)
+        spark = spark_session(self.s.master)
+        log.info("Spark session on %s ready in %.1fs", self.s.master, time.monotonic() - t0)
         return spark
 
     def run(self) -> int:
@@ -233,7 +231,7 @@ class Stage:
         log.info("starting stage: %r", s)
         self.stop.install()
         server = serve(s.metrics_port, self.metrics.registry, self.health)
-        # Spark starts (and compiles the batch plan) beside the Kafka start-up, which it does not
+        # The Spark session starts beside the Kafka start-up, which it does not
         # depend on: a restart's first commit comes seconds sooner. Nothing is read or written
         # before both are done, so the order of fencing and reading is unchanged.
         starter = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="spark-start")

@@ -16,6 +16,7 @@ from pathlib import Path
 from connectors.offsets import OffsetRange
 from logcount.errors import ConfigError, DependencyError
 from logcount.paths import jars_dir
+from pipeline.cds import spark_java_options
 from pipeline.lines import REASON_EMPTY, REASON_FORMAT, REASON_TIMESTAMP
 
 # How many malformed-line references one batch may bring to the driver (--max-malformed-per-batch).
@@ -84,6 +85,9 @@ def spark_session(master: str, app_name: str = "logcount"):
         .config("spark.driver.memory", os.environ.get("LOGCOUNT_SPARK_DRIVER_MEMORY", "2g"))
         .config("spark.ui.showConsoleProgress", "false")
     )
+    java_options = spark_java_options()  # the class-data-sharing archive, when set-up made one
+    if java_options:
+        builder = builder.config("spark.driver.extraJavaOptions", java_options)
     if master.startswith("spark://"):
         host = os.environ.get("LOGCOUNT_SPARK_DRIVER_HOST", "127.0.0.1")
         builder = builder.config("spark.driver.host", host)
@@ -163,18 +167,6 @@ def batch_frame(df, level: str, malformed_per_partition: int):
     w = Window.partitionBy("p", F.col("bad_offset").isNull()).orderBy("bad_offset")
     return (agg.withColumn("rn", F.row_number().over(w))
             .filter(F.col("bad_offset").isNull() | (F.col("rn") <= malformed_per_partition + 1)))
-
-
-def warm_up(spark, level: str) -> None:
-    """Run the batch plan once on a two-line in-memory frame.
-
-    A fresh JVM spends seconds on its first Spark job and on compiling this plan (measured: 2.5 s
-    and 2.7 s on 2 cores). The stage does this while its Kafka start-up (fencing, restoring
-    totals) runs, so a restart's first real batch does not pay it after them.
-    """
-    df = spark.createDataFrame([(0, 0, b"2017-07-30 14:09:08 " + level.encode() + b" warm-up"),
-                                (0, 1, b"not a line")], "partition int, offset long, value binary")
-    batch_frame(df, level, 1).collect()
 
 
 def read_ranges(spark, bootstrap: str, topic: str, ranges: Sequence[OffsetRange],

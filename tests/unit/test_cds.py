@@ -1,0 +1,30 @@
+"""pipeline/cds.py: the driver JVM uses the archive only when set-up made one."""
+
+import pytest
+
+from pipeline import cds
+
+pytestmark = pytest.mark.unit
+
+
+def test_archive_is_used_only_when_present_and_not_turned_off(tmp_path, monkeypatch):
+    monkeypatch.setenv("LOGCOUNT_JARS_DIR", str(tmp_path))
+    monkeypatch.delenv("LOGCOUNT_CDS", raising=False)
+    (tmp_path / "spark-kafka").mkdir()
+    (tmp_path / "spark-kafka" / "spark-sql-kafka-0-10_2.13-4.0.0.jar").write_bytes(b"")
+    path = cds.archive_path()
+    assert path.parent == tmp_path / "cds"
+    assert cds.spark_java_options() is None
+    path.parent.mkdir()
+    path.write_bytes(b"x")
+    assert cds.spark_java_options() == f"-XX:SharedArchiveFile={path} " + cds._QUIET
+    monkeypatch.setenv("LOGCOUNT_CDS", "0")
+    assert cds.spark_java_options() is None
+
+
+def test_archive_name_follows_the_connector_jars(tmp_path, monkeypatch):
+    monkeypatch.setenv("LOGCOUNT_JARS_DIR", str(tmp_path))
+    (tmp_path / "spark-kafka").mkdir()
+    before = cds.archive_path()
+    (tmp_path / "spark-kafka" / "kafka-clients-3.9.0.jar").write_bytes(b"")
+    assert cds.archive_path() != before
