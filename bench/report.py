@@ -129,7 +129,9 @@ def plot(r: dict, path: Path) -> None:
           + ["#7fbf7b"] * len(sc["input_partitions"]))
     b.set_ylabel("thousand lines/s")
     lat = r["latency_ms"]
-    b.set_title(f"logcount_eos scaling; p50/p99 {lat['p50']}/{lat['p99']} ms at 0.5 s")
+    b.set_title(f"logcount_eos by Spark cores and input partitions\n"
+                f"latency p50 {lat['p50']:.0f} ms, p99 {lat['p99']:.0f} ms at a 0.5 s trigger",
+                fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
