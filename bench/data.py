@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from confluent_kafka import Producer
 
 from connectors import kafka_io
-from logcount.errors import DependencyError
+from connectors.produce import deliver_all
 from pipeline.synthetic import synthetic_lines
 
 
@@ -27,29 +27,16 @@ def write_topic(bootstrap: str, topic: str, lines: Sequence[bytes], partitions: 
         "linger.ms": 20, "batch.size": 1_000_000, "compression.type": "lz4",
         "enable.idempotence": True, "queue.buffering.max.messages": 1_000_000}))
     keys = [str(i).encode() for i in range(partitions)]
-    failed: list[str] = []
-
-    def on_delivery(err, _msg):
-        if err is not None:
-            failed.append(err.str())
-
-    n = 0
     block = 1000
-    for _ in range(repeat):
-        for i, line in enumerate(lines):
-            part = (i // block) % partitions
-            while True:
-                try:
-                    p.produce(topic, line, keys[part], part, on_delivery=on_delivery)
-                    break
-                except BufferError:
-                    p.poll(0.05)
-            n += 1
-            if n % 100_000 == 0:
-                p.poll(0)
-                if on_progress:
+
+    def records():
+        n = 0
+        for _ in range(repeat):
+            for i, line in enumerate(lines):
+                part = (i // block) % partitions
+                yield line, keys[part], part
+                n += 1
+                if on_progress and n % 100_000 == 0:
                     on_progress(100_000)
-    if p.flush(120) or failed:
-        raise DependencyError(f"writing {topic}: {len(failed)} failed" +
-                              (f" ({failed[0]})" if failed else ""))
-    return n
+
+    return deliver_all(p, topic, records())

@@ -41,6 +41,36 @@ def file_lines(path: str) -> Iterator[bytes]:
             stream.close()
 
 
+def deliver_all(producer: Producer, topic: str,
+                records: Iterable[tuple[bytes, bytes | None, int]]) -> int:
+    """Produce every (value, key, partition) record (partition -1: the partitioner's choice),
+    waiting out a full local queue; raise DependencyError unless all were delivered."""
+    failed: list[str] = []
+
+    def on_delivery(err, _msg):
+        if err is not None:
+            failed.append(err.str())
+
+    n = 0
+    for value, key, partition in records:
+        while True:
+            try:
+                producer.produce(topic, value, key, partition, on_delivery=on_delivery)
+                break
+            except BufferError:
+                producer.poll(0.05)
+            except KafkaException as exc:
+                raise DependencyError(f"producing to {topic}: {exc.args[0].str()}") from exc
+        n += 1
+        if n % 10_000 == 0:
+            producer.poll(0)
+    left = producer.flush(120)
+    if left or failed:
+        raise DependencyError(f"producing to {topic}: {left} undelivered, {len(failed)} failed"
+                              + (f" ({failed[0]})" if failed else ""))
+    return n
+
+
 def produce_lines(bootstrap: str, topic: str, lines: Iterable[bytes], partitions: int = 4,
                   extra: dict[str, str] | None = None, level: str = "ERROR",
                   producer_config: dict | None = None) -> tuple[int, dict[str, int]]:
@@ -51,34 +81,16 @@ def produce_lines(bootstrap: str, topic: str, lines: Iterable[bytes], partitions
         "enable.idempotence": True,
     })
     conf.update(producer_config or {})
-    producer = Producer(conf)
-    failed: list[str] = []
-
-    def on_delivery(err, msg):
-        if err is not None:
-            failed.append(err.str())
-
     expected: dict[str, int] = {}
-    n = 0
-    for line in lines:
-        p = parse_line(line)
-        if isinstance(p, Parsed) and p.level == level:
-            expected[p.minute] = expected.get(p.minute, 0) + 1
-        while True:
-            try:
-                producer.produce(topic, line, on_delivery=on_delivery)
-                break
-            except BufferError:
-                producer.poll(0.05)
-            except KafkaException as exc:
-                raise DependencyError(f"producing to {topic}: {exc.args[0].str()}") from exc
-        n += 1
-        if n % 10_000 == 0:
-            producer.poll(0)
-    left = producer.flush(60)
-    if left or failed:
-        raise DependencyError(f"producing to {topic}: {left} undelivered, {len(failed)} failed"
-                              + (f" ({failed[0]})" if failed else ""))
+
+    def records():
+        for line in lines:
+            p = parse_line(line)
+            if isinstance(p, Parsed) and p.level == level:
+                expected[p.minute] = expected.get(p.minute, 0) + 1
+            yield line, None, -1
+
+    n = deliver_all(Producer(conf), topic, records())
     return n, expected
 
 
