@@ -43,16 +43,10 @@ def spark_java_options() -> str | None:
 
 def _train(tmp: Path) -> None:
     """Run in a child process: start Spark with ArchiveClassesAtExit, exercise it, exit the JVM."""
-    os.environ["LOGCOUNT_CDS"] = "0"
-    from pyspark.sql import SparkSession
+    from pipeline.job import batch_frame, spark_session
 
-    from pipeline.job import batch_frame, connector_jars
-
-    spark = (SparkSession.builder.master("local[*]").appName("logcount-cds")
-             .config("spark.jars", ",".join(connector_jars()))
-             .config("spark.ui.enabled", "false")
-             .config("spark.driver.extraJavaOptions", f"-XX:ArchiveClassesAtExit={tmp} {_QUIET}")
-             .getOrCreate())
+    # The stage's own session settings, so the archive holds what a stage start loads.
+    spark = spark_session("local[*]", "logcount-cds", f"-XX:ArchiveClassesAtExit={tmp} {_QUIET}")
     spark.range(10).count()
     df = spark.createDataFrame([(0, 0, b"2017-07-30 14:09:08 ERROR x"), (0, 1, b"bad")],
                                "partition int, offset long, value binary")

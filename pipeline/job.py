@@ -63,16 +63,19 @@ def connector_jars() -> list[str]:
     return jars
 
 
-def spark_session(master: str, app_name: str = "logcount"):
-    """One session per stage process (it takes seconds to start; batches reuse it)."""
+def spark_session(master: str, app_name: str = "logcount", java_options: str | None = None):
+    """One session per stage process (it takes seconds to start; batches reuse it).
+
+    `java_options` are the driver JVM's; by default those of set-up's CDS archive, if any.
+    """
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
     builder = (
         SparkSession.builder.master(master).appName(app_name)
         .config("spark.jars", ",".join(connector_jars()))
-        # Minutes are text cut from the line, never converted between zones; UTC keeps
-        # try_to_timestamp's validity check free of daylight-saving gaps.
+        # Minutes are text cut from the line, never converted between zones; UTC keeps any
+        # timestamp function free of daylight-saving gaps.
         .config("spark.sql.session.timeZone", "UTC")
         # What a batch shuffles is already aggregated (minutes x partitions, plus the bounded
         # malformed refs): one reduce task holds it, and each extra task is per-batch overhead.
@@ -85,7 +88,8 @@ def spark_session(master: str, app_name: str = "logcount"):
         .config("spark.driver.memory", os.environ.get("LOGCOUNT_SPARK_DRIVER_MEMORY", "2g"))
         .config("spark.ui.showConsoleProgress", "false")
     )
-    java_options = spark_java_options()  # the class-data-sharing archive, when set-up made one
+    if java_options is None:
+        java_options = spark_java_options()  # the class-data-sharing archive, when set-up made one
     if java_options:
         builder = builder.config("spark.driver.extraJavaOptions", java_options)
     if master.startswith("spark://"):
