@@ -43,6 +43,10 @@ RESTORE_TIMEOUT_S = 300.0
 RETRY_FIRST_S = 1.0
 RETRY_MAX_S = 15.0
 MAX_CONSECUTIVE_FAILURES = 20
+# How long a failing start-up waits for the Spark session it began beside it (so that the JVM's
+# start-up chatter comes before our one error line). A session starts in 3-10 s; past this the
+# error is printed anyway.
+SPARK_START_WAIT_S = 60.0
 
 
 class StopFlag:
@@ -231,21 +235,28 @@ class Stage:
         log.info("starting stage: %r", s)
         self.stop.install()
         server = serve(s.metrics_port, self.metrics.registry, self.health)
-        # The Spark session starts beside the Kafka start-up, which it does not
+        self.ensure_topics()  # configuration errors exit here, before Spark starts at all
+        # The Spark session starts beside the rest of the Kafka start-up, which it does not
         # depend on: a restart's first commit comes seconds sooner. Nothing is read or written
         # before both are done, so the order of fencing and reading is unchanged.
         starter = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="spark-start")
         spark_started = starter.submit(self.start_spark)
         starter.shutdown(wait=False)
-        self.ensure_topics()
-        consumer = self.group_consumer()
-        if s.delivery == "exactly-once":
-            sink = TransactionalSink(s.bootstrap_servers, s.transactional_id, self.extra,
-                                     self.crash)
-        else:
-            sink = AtLeastOnceSink(s.bootstrap_servers, consumer, self.extra, self.crash)
-        sink.init()
-        totals = restore_totals(s.bootstrap_servers, s.output_topic, self.extra)
+        try:
+            consumer = self.group_consumer()
+            if s.delivery == "exactly-once":
+                sink = TransactionalSink(s.bootstrap_servers, s.transactional_id, self.extra,
+                                         self.crash)
+            else:
+                sink = AtLeastOnceSink(s.bootstrap_servers, consumer, self.extra, self.crash)
+            sink.init()
+            totals = restore_totals(s.bootstrap_servers, s.output_topic, self.extra)
+        except BaseException:
+            # Let the Spark start finish first: its JVM writes to our stderr while it starts,
+            # and the error that stops us must be the last line an operator sees.
+            with contextlib.suppress(Exception):
+                spark_started.result(timeout=SPARK_START_WAIT_S)
+            raise
         log.info("restored %d minute totals from %s", len(totals), s.output_topic)
         spark = spark_started.result()
         self.stop.on_stop.append(spark.sparkContext.cancelAllJobs)
