@@ -24,10 +24,10 @@ from bench import data, report
 from bench.latency import ProbeReader, RateProducer, percentile
 from bench.procs import Child
 from connectors import kafka_io, stack
-from logcount.errors import DependencyError
-from logcount.paths import home, jars_dir
-from logcount.progress import Progress
-from logcount.settings import BenchSettings
+from core.errors import DependencyError
+from core.paths import home, jars_dir
+from core.progress import Progress
+from core.settings import BenchSettings
 
 log = logging.getLogger("logcount.bench")
 

@@ -3,7 +3,7 @@
 readStream kafka -> parse -> groupBy(1-minute window).count() -> writeStream kafka (update
 mode, a checkpoint directory; Spark's Kafka sink is at-least-once). The backlog is processed
 with Trigger.AvailableNow in micro-batches of at most --max-records, logcount's batch size.
-Same Spark session settings as the stage (pipeline.job.spark_session). Prints one JSON line:
+Same Spark session settings as the stage (pipeline.spark.spark_session). Prints one JSON line:
 records, seconds (query started -> query finished), session_seconds.
 """
 
@@ -17,7 +17,7 @@ import time
 from pyspark.sql import functions as F
 
 from connectors import kafka_io
-from pipeline.job import spark_session
+from pipeline.spark import spark_session
 
 
 def main() -> None:

@@ -17,7 +17,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec
 
-from logcount.errors import ConfigError, DependencyError
+from core.errors import ConfigError, DependencyError
 
 log = logging.getLogger("logcount.kafka")
 

@@ -23,9 +23,9 @@ import pymysql
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
 from connectors import kafka_io
-from logcount.errors import DependencyError
-from logcount.metrics import Health, SinkMetrics, serve
-from logcount.settings import MySQLUrl, SinkSettings
+from core.errors import DependencyError
+from core.metrics import Health, SinkMetrics, serve
+from core.settings import MySQLUrl, SinkSettings
 
 log = logging.getLogger("logcount.sink")
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from confluent_kafka import KafkaException, Producer
 
 from connectors import kafka_io
-from logcount.errors import ConfigError, DependencyError
-from logcount.settings import ProduceSettings
+from core.errors import ConfigError, DependencyError
+from core.settings import ProduceSettings
 from pipeline.lines import Parsed, parse_line
 from pipeline.synthetic import synthetic_lines
 

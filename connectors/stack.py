@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from logcount.errors import DependencyError, StackError
-from logcount.paths import jars_dir, state_dir
+from core.errors import DependencyError, StackError
+from core.paths import jars_dir, state_dir
 
 KAFKA_PORT = 9092
 KAFKA_CONTROLLER_PORT = 9093

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from connectors.kafka_io import client_config
-from logcount.errors import (
+from core.errors import (
     AbortableKafkaError,
     FatalKafkaError,
     RetriableKafkaError,

@@ -1,4 +1,4 @@
-"""`logcount <subcommand>`: the command line of ../shared/contract.md.
+"""`logcount <subcommand>`: the command line (docs/contract.md), the top floor of the house.
 
 Every error we raise on purpose ends here as one line on stderr and the exit code of its class
 (2 for usage/config, 1 for runtime). Unexpected exceptions keep their traceback: they are bugs.
@@ -12,8 +12,8 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from logcount import settings as st
-from logcount.errors import ConfigError, LogcountError
+from core import settings as st
+from core.errors import ConfigError, LogcountError
 
 
 class _Parser(argparse.ArgumentParser):

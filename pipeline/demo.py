@@ -10,7 +10,7 @@ import pymysql
 from connectors import stack
 from connectors.mysql_sink import read_table, run_sink
 from connectors.produce import produce_lines
-from logcount.settings import DemoSettings, MySQLUrl, RunSettings, SinkSettings
+from core.settings import DemoSettings, MySQLUrl, RunSettings, SinkSettings
 from pipeline.driver import run_stage
 from pipeline.synthetic import synthetic_lines
 

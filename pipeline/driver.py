@@ -21,14 +21,15 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from confluent_kafka.admin import OffsetSpec
 
 from connectors import kafka_io
-from connectors.offsets import OffsetRange, plan_ranges, resolve_starts
 from connectors.transactional_sink import AtLeastOnceSink, OutRecord, TransactionalSink
-from logcount.errors import AbortableKafkaError, DependencyError, FatalKafkaError
-from logcount.metrics import Health, StageMetrics, serve
-from logcount.progress import Progress
-from logcount.settings import RunSettings
+from core.errors import AbortableKafkaError, DependencyError, FatalKafkaError
+from core.metrics import Health, StageMetrics, serve
+from core.progress import Progress
+from core.settings import RunSettings
 from pipeline.crash import CrashPoints
-from pipeline.job import BatchResult, MalformedRef, compute_batch, spark_session
+from pipeline.job import BatchResult, MalformedRef, compute_batch
+from pipeline.offsets import OffsetRange, plan_ranges, resolve_starts
+from pipeline.spark import spark_session
 from pipeline.state import merge_counts
 
 log = logging.getLogger("logcount.stage")

@@ -6,7 +6,7 @@ import re
 import sys
 from pathlib import Path
 
-from logcount.settings import reference_markdown
+from core.settings import reference_markdown
 
 BEGIN, END = "<!-- BEGIN CONFIG REFERENCE -->", "<!-- END CONFIG REFERENCE -->"
 

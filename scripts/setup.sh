@@ -71,6 +71,6 @@ fetch_jars spark-kafka jvm/spark-kafka "-Dspark.version=$spark_version"
 
 # A class-data-sharing archive for the Spark driver JVM (pipeline/cds.py): seconds off every
 # stage start. Made once per JVM/pyspark/connector; without it Spark simply starts slower.
-.venv/bin/python -m pipeline.cds >/dev/null || say "warning: no CDS archive; Spark starts without it"
+.venv/bin/python -m pipeline.cds_build >/dev/null || say "warning: no CDS archive; Spark starts without it"
 
 say "ready: .venv/bin/logcount (pyspark $spark_version, kafka $(ls .cache/jars/kafka | sed -n 's/^kafka_2.13-\(.*\)\.jar$/\1/p'))"

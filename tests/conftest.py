@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pymysql
 import pytest
 
-from logcount.settings import MySQLUrl
+from core.settings import MySQLUrl
 
 
 @dataclass(frozen=True)

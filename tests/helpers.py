@@ -102,7 +102,7 @@ def group_offsets(bootstrap: str, group: str, topic: str,
     """The group's committed offsets. While a transaction that sent offsets for the group is
     still open (a crashed stage's), the broker calls them unstable and the fetch waits; keep
     asking until the transaction is resolved (aborted by a restart or its timeout)."""
-    from logcount.errors import DependencyError
+    from core.errors import DependencyError
 
     adm = kafka_io.admin(bootstrap)
     parts = kafka_io.partitions_of(adm, topic) or []

@@ -9,8 +9,8 @@ import random
 
 import pytest
 
-from connectors.offsets import OffsetRange
 from pipeline.job import batch_frame, batch_result
+from pipeline.offsets import OffsetRange
 from tests.reference import reference_parse
 
 pytestmark = pytest.mark.integration
@@ -51,7 +51,7 @@ def _generated(n: int, seed: int) -> list[bytes]:
 
 @pytest.fixture(scope="module")
 def spark():
-    from pipeline.job import spark_session
+    from pipeline.spark import spark_session
 
     session = spark_session("local[2]", "logcount-rule-test")
     yield session

@@ -17,7 +17,7 @@ def test_archive_is_used_only_when_present_and_not_turned_off(tmp_path, monkeypa
     assert cds.spark_java_options() is None
     path.parent.mkdir()
     path.write_bytes(b"x")
-    assert cds.spark_java_options() == f"-XX:SharedArchiveFile={path} " + cds._QUIET
+    assert cds.spark_java_options() == f"-XX:SharedArchiveFile={path} " + cds.QUIET
     monkeypatch.setenv("LOGCOUNT_CDS", "0")
     assert cds.spark_java_options() is None
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from logcount import settings as st
+from core import settings as st
 from logcount.cli import build_parser
 
 pytestmark = pytest.mark.unit

@@ -1,7 +1,7 @@
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from logcount.errors import (
+from core.errors import (
     AbortableKafkaError,
     FatalKafkaError,
     FencedError,

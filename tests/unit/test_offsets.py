@@ -1,6 +1,6 @@
 import pytest
 
-from connectors.offsets import OffsetRange, plan_ranges, resolve_starts
+from pipeline.offsets import OffsetRange, plan_ranges, resolve_starts
 
 pytestmark = pytest.mark.unit
 

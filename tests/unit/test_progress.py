@@ -2,7 +2,7 @@ import io
 
 import pytest
 
-from logcount.progress import Progress
+from core.progress import Progress
 
 pytestmark = pytest.mark.unit
 

@@ -2,8 +2,8 @@ import argparse
 
 import pytest
 
-from logcount.errors import ConfigError
-from logcount.settings import (
+from core.errors import ConfigError
+from core.settings import (
     MySQLUrl,
     RunSettings,
     SinkSettings,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import unquote, urlparse
 
-from logcount.errors import ConfigError
+from core.errors import ConfigError
 
 __all__ = [
     "DemoSettings",

@@ -1,0 +1,64 @@
+"""The house reads top-down: no module imports one that imports it back, and the ground floor
+(`core`) imports nothing above it, the CLI (`logcount`) nothing imports."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("logcount", "core", "pipeline", "connectors", "bench")
+
+
+def _module(path: Path) -> str:
+    return ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Project module -> the project modules it imports (anywhere in the file)."""
+    modules = {_module(p): p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                cands = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                cands = [a.name for a in node.names]
+            else:
+                continue
+            found |= {c for c in cands if c in modules and c != name}
+        graph[name] = found - {name.rpartition(".")[0]}  # a package's own __init__ is no edge
+    return graph
+
+
+def test_no_module_imports_one_that_imports_it_back():
+    graph = import_graph()
+    state: dict[str, int] = {}  # 1 on the stack, 2 done
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycle = path[path.index(nxt):] + [nxt] if nxt in path else [node, nxt]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if nxt not in state:
+                visit(nxt, path + [nxt])
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+
+
+def test_floors():
+    graph = import_graph()
+    for mod, deps in graph.items():
+        if mod.startswith("core"):
+            assert all(d.startswith("core") for d in deps), f"{mod} imports above: {deps}"
+        assert not any(d.startswith("logcount") for d in deps if not mod.startswith("logcount")), \
+            f"{mod} imports the CLI"
