@@ -13,6 +13,7 @@ from confluent_kafka import (
     KafkaError,
     KafkaException,
     Producer,
+    TopicCollection,
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec
@@ -89,6 +90,25 @@ def partitions_of(adm: AdminClient, topic: str) -> list[int] | None:
     return sorted(t.partitions)
 
 
+def topic_ids(adm: AdminClient, topics: Iterable[str]) -> dict[str, str | None]:
+    """Each topic's id (a recreated topic gets a new one), or None where it does not exist."""
+    names = list(topics)
+    futures = adm.describe_topics(TopicCollection(names), request_timeout=REQUEST_TIMEOUT_S)
+    out: dict[str, str | None] = {}
+    for name, fut in futures.items():
+        try:
+            out[name] = str(fut.result(timeout=REQUEST_TIMEOUT_S).topic_id)
+        except KafkaException as exc:
+            if exc.args[0].code() not in (KafkaError.UNKNOWN_TOPIC_OR_PART,
+                                          KafkaError._UNKNOWN_TOPIC):
+                raise DependencyError(f"describing topic {name}: {exc.args[0].str()}") from exc
+            out[name] = None
+        except TimeoutError as exc:
+            raise DependencyError(f"describing topic {name}: no answer from Kafka within "
+                                  f"{REQUEST_TIMEOUT_S:.0f}s") from exc
+    return out
+
+
 def ensure_topic(adm: AdminClient, topic: str, partitions: int,
                  config: Mapping[str, str] | None = None) -> list[int]:
     """Create `topic` if missing; return its partitions."""
@@ -105,13 +125,17 @@ def ensure_topic(adm: AdminClient, topic: str, partitions: int,
     except KafkaException as exc:
         if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:  # lost a race: fine
             raise DependencyError(f"creating topic {topic}: {exc.args[0].str()}") from exc
-    # Metadata can lag creation by a moment; wait until the partitions are visible.
-    for _ in range(50):
+    # Metadata can lag creation: a loaded broker (the docker demo's, a cluster electing leaders)
+    # took over 5 s to show a new topic's partitions. Wait as long as a metadata request may
+    # take, twice over, then say so.
+    deadline = time.monotonic() + 2 * REQUEST_TIMEOUT_S
+    while time.monotonic() < deadline:
         found = partitions_of(adm, topic)
         if found:
             return found
-        time.sleep(0.1)
-    raise DependencyError(f"topic {topic} was created but its partitions never appeared")
+        time.sleep(0.2)
+    raise DependencyError(f"topic {topic} was created but its partitions did not appear within "
+                          f"{2 * REQUEST_TIMEOUT_S:.0f}s; is the cluster healthy?")
 
 
 def topic_config(adm: AdminClient, topic: str) -> dict[str, str]:
