@@ -144,13 +144,16 @@ def topic_config(adm: AdminClient, topic: str) -> dict[str, str]:
     return {k: v.value for k, v in got[res].items()}
 
 
-def require_compacted(adm: AdminClient, topic: str) -> None:
-    """The output topic is a table (last value per key wins): refuse one that deletes by time."""
+def require_compacted(adm: AdminClient, topic: str, role: str = "output") -> None:
+    """The output and state topics are tables (last value per key wins): refuse one whose
+    cleanup.policy deletes by time or size (`delete`, `compact,delete`): retention would remove
+    old totals and a restart would lose them."""
     policy = topic_config(adm, topic).get("cleanup.policy", "")
-    if "compact" not in policy.split(","):
+    if {p.strip() for p in policy.split(",")} != {"compact"}:
         raise ConfigError(
-            f"output topic {topic} has cleanup.policy={policy!r}; it must be compacted "
-            f"(its records are per-minute totals, a table) - use another topic or alter it"
+            f"{role} topic {topic} has cleanup.policy={policy!r}; it must be exactly 'compact' "
+            f"(its records are a table: retention would delete totals) - use another topic or "
+            f"alter it with kafka-configs --alter --add-config cleanup.policy=compact"
         )
 
 

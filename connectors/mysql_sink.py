@@ -6,6 +6,22 @@ in MySQL. Inside that transaction the stored offsets are locked (SELECT ... FOR 
 record below them is skipped, so neither a replay nor a zombie sink after a rebalance can write an
 older total over a newer one. Offsets are also committed to Kafka afterwards, only for lag
 monitoring. SQL works on MariaDB and MySQL 8.
+
+The sink checks its own drift. MySQL's offsets belong to one incarnation of the topic, whose id
+is kept beside them (`kafka_topics`). Before subscribing, the topic's id and end offsets are
+compared with MySQL's in one locked transaction (`topic_drift`): another id, or (no id stored)
+an offset beyond a partition's end or of a partition that is gone, means the topic was deleted
+and recreated, and seeking to those offsets would silently skip the new topic's records or sit
+beyond its end. The sink repairs rather than refuses: it deletes the stale offsets, stores the
+new id and says so in one warning line. Repair is right because the topic carries absolute
+per-minute totals, not increments: reading it again from its start upserts each minute's latest
+total, so error_log converges to what the topic holds (minutes the new topic never carries keep
+the totals they had), where refusing would only hand an operator the same repair by hand.
+Offsets beyond the end of a topic with the same id (a truncated log) are repaired the same way.
+A running sink asks for the id again every DRIFT_CHECK_INTERVAL_S, since its consumer reads a
+recreated topic on from the old positions without a word, and a batch is written only while
+MySQL's topic id is the one the sink checked, so a sink still on the old topic cannot write its
+offsets over another sink's repair.
 """
 
 from __future__ import annotations
@@ -20,10 +36,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pymysql
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from connectors import kafka_io
-from core.errors import DependencyError
+from core.errors import DependencyError, LogcountError
 from core.metrics import Health, SinkMetrics, serve
 from core.settings import MySQLUrl, SinkSettings
 
@@ -42,6 +65,13 @@ SCHEMA = (
         next_offset BIGINT NOT NULL,
         PRIMARY KEY (group_id, topic, kafka_partition)
     )""",
+    # Which incarnation of the topic the group's offsets belong to (Kafka's topic id).
+    """CREATE TABLE IF NOT EXISTS kafka_topics (
+        group_id VARCHAR(190) NOT NULL,
+        topic VARCHAR(190) NOT NULL,
+        topic_id VARCHAR(64) NOT NULL,
+        PRIMARY KEY (group_id, topic)
+    )""",
 )
 # VALUES(col) works on MariaDB and MySQL 8 (deprecated there, still accepted); MySQL 8's
 # `AS new` alias does not parse on MariaDB. The plain INSERT ... VALUES (%s, %s) shape is what
@@ -58,6 +88,16 @@ LOCK_OFFSETS = (
     "SELECT kafka_partition, next_offset FROM kafka_offsets "
     "WHERE group_id = %s AND topic = %s FOR UPDATE"
 )
+# Every transaction that locks both takes the topic row first, then the offsets: one order,
+# no deadlock between a drift check and a batch.
+LOCK_TOPIC = "SELECT topic_id FROM kafka_topics WHERE group_id = %s AND topic = %s FOR UPDATE"
+UPSERT_TOPIC = (
+    "INSERT INTO kafka_topics (group_id, topic, topic_id) VALUES (%s, %s, %s) "
+    "ON DUPLICATE KEY UPDATE topic_id = VALUES(topic_id)"
+)
+DELETE_OFFSETS = "DELETE FROM kafka_offsets WHERE group_id = %s AND topic = %s"
+# Kafka's "no id" (a broker without topic ids answers with it): no id to compare.
+_NO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"
 
 # MySQL errors that mean "not now" (server gone, restarting, lock trouble): retry with backoff.
 _TRANSIENT = {2003, 2006, 2013, 2055, 1205, 1213, 1040, 1053, 1927}
@@ -67,6 +107,10 @@ _UNKNOWN_DB = 1049
 # cheap to ride out without hammering a struggling server.
 BACKOFF_FIRST_S = 0.5
 BACKOFF_MAX_S = 10.0
+# Why 10 s: a running sink asks the broker for the topic's id this often (one metadata request)
+# to notice a recreation that its consumer does not report; until then it may apply the new
+# topic's records from the old positions, which the re-read after the repair converges anyway.
+DRIFT_CHECK_INTERVAL_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -75,6 +119,32 @@ class Total:
     offset: int
     log_time: str
     log_count: int
+
+
+def topic_drift(stored_id: str | None, stored: Mapping[int, int], current_id: str | None,
+                ends: Mapping[int, int]) -> str | None:
+    """Why MySQL's offsets do not belong to the topic as it is now, or None when they do.
+
+    `stored_id`/`stored`: the topic id and next offsets per partition in MySQL; `current_id`/
+    `ends`: the topic's id and end offsets (high watermarks) per partition now. The text
+    completes "topic NAME ...".
+    """
+    if stored_id is not None and current_id is not None and stored_id != current_id:
+        return f"was recreated (id {stored_id} in MySQL, {current_id} now)"
+    beyond = [f"partition {p} at {o} in MySQL, " + (f"its end is {ends[p]}" if p in ends
+                                                    else "no such partition now")
+              for p, o in sorted(stored.items()) if p not in ends or o > ends[p]]
+    if not beyond:
+        return None
+    if stored_id is None:
+        return (f"was recreated (no topic id in MySQL, and its offsets are beyond the topic's "
+                f"end: {'; '.join(beyond)})")
+    return (f"lost records (same topic id, but MySQL's offsets are beyond its end: "
+            f"{'; '.join(beyond)}; was the log truncated?)")
+
+
+class TopicChangedError(LogcountError):
+    """The topic's id in MySQL is not the one this sink checked: it read another incarnation."""
 
 
 class MySQLStore:
@@ -147,8 +217,30 @@ class MySQLStore:
 
         return self.with_retry("reading offsets", load)
 
+    def reconcile_topic(self, group: str, topic: str, current_id: str | None,
+                        ends: Mapping[int, int]) -> str | None:
+        """The drift check, in one transaction: if MySQL's offsets are not of the topic as it is
+        now (`topic_drift`), delete them; store the current id. Return the drift's reason."""
+
+        def check(conn):
+            with conn.cursor() as cur:
+                cur.execute(LOCK_TOPIC, (group, topic))
+                row = cur.fetchone()
+                stored_id = row[0] if row else None
+                cur.execute(LOCK_OFFSETS, (group, topic))
+                stored = {int(p): int(o) for p, o in cur.fetchall()}
+                reason = topic_drift(stored_id, stored, current_id, ends)
+                if reason is not None:
+                    cur.execute(DELETE_OFFSETS, (group, topic))
+                if current_id is not None and current_id != stored_id:
+                    cur.execute(UPSERT_TOPIC, (group, topic, current_id))
+                return reason
+
+        return self.with_retry("checking the stored offsets against the topic", check)
+
     def apply(self, group: str, topic: str, totals: Sequence[Total],
-              ends: Mapping[int, int] | None = None) -> dict[int, int]:
+              ends: Mapping[int, int] | None = None,
+              topic_id: str | None = None) -> dict[int, int]:
         """Upsert the last total per minute and the next offsets, atomically; return the offsets.
 
         Records below the stored offset of their partition were applied already (a replay, or a
@@ -156,10 +248,18 @@ class MySQLStore:
         consumer reached (partition EOF): on a transactional topic the last record is followed by
         a commit marker, so "last offset + 1" would sit one below the end forever; storing the
         reader's position makes the stored offsets equal the topic's end when drained.
+        `topic_id` is the id this sink's drift check saw: if MySQL now holds another, the
+        records are of another incarnation of the topic and nothing is written.
         """
+        changed: list[str] = []
 
         def write(conn):
             with conn.cursor() as cur:
+                cur.execute(LOCK_TOPIC, (group, topic))
+                row = cur.fetchone()
+                if topic_id is not None and row is not None and row[0] != topic_id:
+                    changed.append(row[0])
+                    return {}
                 cur.execute(LOCK_OFFSETS, (group, topic))
                 stored = {int(p): int(o) for p, o in cur.fetchall()}
                 last: dict[str, int] = {}
@@ -179,7 +279,12 @@ class MySQLStore:
                                     [(group, topic, p, o) for p, o in sorted(nxt.items())])
                 return nxt
 
-        return self.with_retry("writing a batch", write)
+        nxt = self.with_retry("writing a batch", write)
+        if changed:
+            raise TopicChangedError(
+                f"topic {topic} changed under this sink: MySQL's offsets are of topic id "
+                f"{changed[0]}, this sink read id {topic_id}; nothing written")
+        return nxt
 
     def close(self) -> None:
         self._drop()
@@ -206,6 +311,63 @@ class Sink:
         self.applied = 0
         self.metrics = SinkMetrics()
         self.health = Health(s.health_stall_seconds)
+        self.adm: AdminClient | None = None
+        # The topic id the last drift check saw (None: the broker gives none).
+        self.topic_id: str | None = None
+        self.id_checked_at = 0.0
+
+    def _topic_id_now(self) -> str | None:
+        assert self.adm is not None
+        found = kafka_io.topic_ids(self.adm, [self.s.topic])[self.s.topic]
+        return None if found == _NO_TOPIC_ID else found
+
+    def _check_drift(self) -> None:
+        """Compare MySQL's offsets with the topic as it is now; repair them if it was recreated
+        (see the module docstring)."""
+        s = self.s
+        assert self.adm is not None
+        parts = kafka_io.partitions_of(self.adm, s.topic)
+        if parts is None:
+            raise DependencyError(f"topic {s.topic} does not exist (has the stage run?)")
+        current_id = self._topic_id_now()
+        ends = kafka_io.list_offsets(self.adm, s.topic, parts, OffsetSpec.latest(),
+                                     committed_only=False)
+        reason = self.store.reconcile_topic(s.group_id, s.topic, current_id, ends)
+        self.topic_id = current_id
+        self.id_checked_at = time.monotonic()
+        if reason is not None:
+            log.warning("topic %s %s: reading it from the beginning; its totals are absolute, "
+                        "so error_log converges to them (rows of minutes it no longer carries "
+                        "keep their old totals)", s.topic, reason)
+
+    def _id_changed(self) -> bool:
+        """Every DRIFT_CHECK_INTERVAL_S while running: has the topic been recreated under us?
+        (The consumer itself does not notice: it goes on reading the new topic from the old
+        positions.) A broker that does not answer is asked again at the next interval."""
+        if self.topic_id is None or time.monotonic() - self.id_checked_at < DRIFT_CHECK_INTERVAL_S:
+            return False
+        self.id_checked_at = time.monotonic()
+        try:
+            now = self._topic_id_now()
+        except DependencyError as exc:
+            log.warning("checking the topic's id: %s; trying again later", exc)
+            return False
+        return now is not None and now != self.topic_id
+
+    def _resync(self, consumer: Consumer) -> None:
+        """The topic changed while we ran: check (and repair) MySQL's offsets, then move every
+        assigned partition to them."""
+        self._check_drift()
+        stored = self.store.load_offsets(self.s.group_id, self.s.topic)
+        for p in sorted(self.assigned):
+            try:
+                consumer.seek(TopicPartition(self.s.topic, p, stored.get(p, OFFSET_BEGINNING)))
+            except KafkaException as exc:
+                raise DependencyError(f"sink consumer: seeking partition {p} to MySQL's offset "
+                                      f"after the topic changed: {exc.args[0].str()}") from exc
+        self.at_eof -= self.assigned
+        log.info("moved partitions %s to MySQL's offsets %s", sorted(self.assigned),
+                 {p: stored.get(p, OFFSET_BEGINNING) for p in sorted(self.assigned)})
 
     def _on_assign(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
         stored = self.store.load_offsets(self.s.group_id, self.s.topic)
@@ -248,10 +410,11 @@ class Sink:
         log.info("starting sink: %r", s)
         server = serve(s.metrics_port, self.metrics.registry, self.health)
         self.store.ensure_schema()
-        adm = kafka_io.wait_for_broker(s.bootstrap_servers, s.kafka_client_config,
-                                       s.startup_timeout)
-        if kafka_io.partitions_of(adm, s.topic) is None:
+        self.adm = kafka_io.wait_for_broker(s.bootstrap_servers, s.kafka_client_config,
+                                            s.startup_timeout)
+        if kafka_io.partitions_of(self.adm, s.topic) is None:
             raise DependencyError(f"topic {s.topic} does not exist (has the stage run?)")
+        self._check_drift()
         consumer = Consumer(kafka_io.client_config(s.bootstrap_servers, s.kafka_client_config, **{
             "group.id": s.group_id,
             # Only committed transactions: never an aborted total.
@@ -282,9 +445,17 @@ class Sink:
                     total = decode(msg)
                     if total is not None:
                         batch.append(total)
+                if self._id_changed():
+                    self._resync(consumer)  # this batch may be of the old topic: dropped
+                    continue
                 if batch or ends:
                     t0 = time.monotonic()
-                    nxt = self.store.apply(s.group_id, s.topic, batch, ends)
+                    try:
+                        nxt = self.store.apply(s.group_id, s.topic, batch, ends, self.topic_id)
+                    except TopicChangedError as exc:
+                        log.warning("%s: checking it again", exc)
+                        self._resync(consumer)
+                        continue
                     self.metrics.mysql_write_seconds.observe(time.monotonic() - t0)
                     self.metrics.batches_written.inc()
                     self.metrics.records_applied.inc(len(batch))

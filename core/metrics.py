@@ -56,6 +56,10 @@ class StageMetrics:
         self.records_read = Counter("logcount_records_read", "input records read", registry=r)
         self.malformed = Counter("logcount_malformed_records", "malformed records sent to the DLQ",
                                  registry=r)
+        self.late = Counter("logcount_late_records", "lines older than --lateness-horizon, sent "
+                            "to the DLQ as 'late'", registry=r)
+        self.state_minutes = Gauge("logcount_state_minutes", "minute totals held in memory",
+                                   registry=r)
         self.lag = Gauge("logcount_input_lag_records", "input lag (last stable offset - committed)",
                          ["partition"], registry=r)
         self.spark_seconds = Histogram("logcount_batch_spark_seconds", "Spark time per batch",

@@ -93,6 +93,21 @@ def mask_url(url: str) -> str:
     return re.sub(r"(//[^:/@]+:)[^@]*@", rf"\g<1>{MASK}@", url)
 
 
+_UNITS = {"m": 1, "h": 60, "d": 24 * 60}
+
+
+def parse_duration_minutes(text: str | None, source: str) -> int | None:
+    """'90m', '6h', '7d' -> minutes; None, '' or 'off' -> None (off). Whole minutes: totals are
+    per minute, so a finer horizon would mean nothing."""
+    if text is None or text.strip().lower() in ("", "off"):
+        return None
+    m = re.fullmatch(r"\s*(\d+)\s*([mhd])\s*", text.lower())
+    if not m or int(m.group(1)) < 1:
+        raise ConfigError(f"{source} takes a whole number of minutes, hours or days such as "
+                          f"90m, 6h or 7d (or 'off'), got {text!r}")
+    return int(m.group(1)) * _UNITS[m.group(2)]
+
+
 def parse_kafka_config(items: tuple[str, ...]) -> dict[str, str]:
     """`("security.protocol=SASL_SSL", ...)` -> dict; a bad item is a ConfigError."""
     out: dict[str, str] = {}
@@ -158,9 +173,11 @@ class RunSettings(_Settings):
     group_id: str = field(
         default="logcount", metadata=opt("consumer group that holds the committed input offsets")
     )
-    transactional_id: str = field(
-        default="logcount-stage",
-        metadata=opt("fixed transactional.id; a restart fences the previous instance"),
+    transactional_id: str | None = field(
+        default=None,
+        metadata=opt("fixed transactional.id; a restart fences the previous instance "
+                     "(default: GROUP_ID-stage, so stages of different groups never fence "
+                     "each other)"),
     )
     master: str = field(default="local[*]", metadata=opt("Spark master: local[N] or spark://..."))
     level: str = field(default="ERROR", metadata=opt("the log level to count"))
@@ -193,7 +210,22 @@ class RunSettings(_Settings):
     health_stall_seconds: float = field(
         default=300.0, metadata=opt("/healthz fails when no batch commits this long under lag")
     )
+    lateness_horizon: str | None = field(
+        default=None,
+        metadata=opt("count lines at most this far behind the newest minute counted (e.g. 90m, "
+                     "6h, 7d); older lines go to the DLQ as 'late' and their minutes leave "
+                     "memory (default: off, every line counts)", metavar="DURATION"),
+    )
     kafka_config: tuple[str, ...] = field(default=(), metadata=opt(_KAFKA_CONFIG_HELP))
+
+    @property
+    def txn_id(self) -> str:
+        """The transactional.id in use: the flag's, or one derived from the group id."""
+        return self.transactional_id or f"{self.group_id}-stage"
+
+    @property
+    def horizon_minutes(self) -> int | None:
+        return parse_duration_minutes(self.lateness_horizon, "--lateness-horizon")
 
     def validate(self) -> RunSettings:
         if self.max_records_per_batch < 1:
@@ -209,6 +241,7 @@ class RunSettings(_Settings):
         if len({self.input_topic, self.output_topic, self.dlq_topic}) != 3:
             raise ConfigError("--input-topic, --output-topic and --dlq-topic must differ")
         self.kafka_client_config  # noqa: B018 - validates KEY=VALUE items
+        self.horizon_minutes  # noqa: B018 - validates the duration
         return self
 
 

@@ -1,12 +1,18 @@
-"""`logcount run`: the driver loop. Plan -> compute in Spark -> merge -> commit atomically.
+"""`logcount run`: the stage. One batch is one cycle, `Stage.cycle`:
 
-Progress lives only in Kafka: the group's committed offsets (written inside the same transaction
-as the results) and the output topic's totals (read back at start). There is no checkpoint
-directory, so there is nothing else to get out of step.
+    plan     the next input ranges: from the state's offsets up to the last stable offsets
+    compute  Spark's executors read exactly those ranges, parse and count; counts come back
+    publish  ONE Kafka transaction: new totals, DLQ records, state records, the group's offsets
+    advance  only after the commit does the in-memory state move
+
+The state (pipeline/state.py) lives in the compacted `<output>-state` topic, written in that same
+transaction, and is checked against the cluster at every start (`Stage.start_state`). There is
+no checkpoint directory and nothing else to get out of step.
 """
 
 from __future__ import annotations
 
+import base64
 import concurrent.futures
 import contextlib
 import json
@@ -14,13 +20,13 @@ import logging
 import signal
 import threading
 import time
-import uuid
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
-from connectors import kafka_io
+from connectors import kafka_io, state_topic
 from connectors.transactional_sink import AtLeastOnceSink, OutRecord, TransactionalSink
 from core.errors import AbortableKafkaError, DependencyError, FatalKafkaError
 from core.metrics import Health, StageMetrics, serve
@@ -28,15 +34,24 @@ from core.progress import Progress
 from core.settings import RunSettings
 from pipeline.crash import CrashPoints
 from pipeline.job import BatchResult, MalformedRef, compute_batch
+from pipeline.lines import REASON_LATE
 from pipeline.offsets import OffsetRange, plan_ranges, resolve_starts
 from pipeline.spark import spark_session
-from pipeline.state import merge_counts
+from pipeline.state import (
+    Change,
+    StageState,
+    StartFacts,
+    Wanted,
+    check_start,
+    decode_records,
+    state_topic_name,
+)
+from pipeline.totals import minute_index, minute_text
 
 log = logging.getLogger("logcount.stage")
 
 # The DLQ keeps malformed lines for 90 days: long enough for someone to notice and replay them.
 DLQ_RETENTION_MS = str(90 * 24 * 3600 * 1000)
-RESTORE_TIMEOUT_S = 300.0
 # A batch that fails before its transaction opens (broker bouncing under the plan, a Spark task
 # losing its Kafka connection) is simply re-planned: nothing was published. Backoff doubles from
 # 1 s to 15 s; 20 failures in a row (about 4 minutes) means the cause is not passing, and the
@@ -84,20 +99,12 @@ def _best_effort(fn) -> None:
         fn()
 
 
-@dataclass
-class Plan:
-    ranges: list[OffsetRange]
-    commit_offsets: dict[int, int]  # partition -> offset to commit (ranges' ends + new starts)
-
-
 def output_record(topic: str, minute: str, total: int, level: str) -> OutRecord:
     value = {"log_time": minute, "log_count": total, "level": level}
     return OutRecord(topic, minute.encode(), json.dumps(value).encode())
 
 
 def dlq_record(topic: str, source_topic: str, ref: MalformedRef) -> OutRecord:
-    import base64
-
     value = {
         "topic": source_topic, "partition": ref.partition, "offset": ref.offset,
         "reason": ref.reason, "raw_length": ref.raw_length,
@@ -108,53 +115,35 @@ def dlq_record(topic: str, source_topic: str, ref: MalformedRef) -> OutRecord:
                      json.dumps(value).encode())
 
 
-def restore_totals(bootstrap: str, topic: str, extra: dict[str, str]) -> dict[str, int]:
-    """Read the output topic to its end with read_committed: the last total per minute.
+@dataclass
+class Plan:
+    ranges: list[OffsetRange]
+    starts: dict[int, int]  # every partition's start (the state's offsets, moved where needed)
+    commit: bool  # a transaction is due even with no ranges (a repair, new starting points)
 
-    Runs after init_transactions, which has aborted any transaction a predecessor left open, so
-    the last stable offset is the end of the log and this read does not wait on it.
-    """
-    adm = kafka_io.admin(bootstrap, extra)
-    parts = kafka_io.partitions_of(adm, topic) or []
-    ends = kafka_io.list_offsets(adm, topic, parts, OffsetSpec.latest())
-    starts = kafka_io.list_offsets(adm, topic, parts, OffsetSpec.earliest())
-    todo = {p for p in parts if ends[p] > starts[p]}
-    totals: dict[str, int] = {}
-    if not todo:
-        return totals
-    consumer = Consumer(kafka_io.client_config(bootstrap, extra, **{
-        "group.id": f"logcount-restore-{uuid.uuid4().hex}", "isolation.level": "read_committed",
-        "enable.auto.commit": False, "enable.partition.eof": True,
-    }))
-    try:
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in todo])
-        deadline = time.monotonic() + RESTORE_TIMEOUT_S
-        while todo:
-            if time.monotonic() > deadline:
-                raise DependencyError(f"restoring totals from {topic}: end not reached in "
-                                      f"{RESTORE_TIMEOUT_S:.0f}s")
-            for msg in consumer.consume(10_000, 1.0):
-                if msg.error():
-                    if msg.error().code() == KafkaError._PARTITION_EOF:
-                        todo.discard(msg.partition())
-                        continue
-                    raise DependencyError(f"restoring totals: {msg.error().str()}")
-                if msg.offset() + 1 >= ends[msg.partition()]:
-                    todo.discard(msg.partition())
-                if msg.value() is None:  # a tombstone: the minute was deleted
-                    totals.pop(msg.key().decode(), None)
-                    continue
-                value = json.loads(msg.value())
-                totals[value["log_time"]] = int(value["log_count"])
-    finally:
-        consumer.close()
-    return totals
+
+class _Retry(Exception):
+    """A batch step failed before anything was published: back off and plan again."""
+
+    def __init__(self, doing: str, cause: Exception) -> None:
+        super().__init__(doing)
+        self.doing, self.cause = doing, cause
+
+
+@dataclass
+class _Tally:
+    """What the stage has done, for its closing line."""
+
+    records: int = 0
+    first_plan: float | None = None
+    last_commit: float = 0.0
 
 
 class Stage:
     def __init__(self, s: RunSettings) -> None:
         self.s = s
         self.extra = s.kafka_client_config
+        self.state_topic = state_topic_name(s.output_topic)
         self.crash = CrashPoints()
         self.stop = StopFlag()
         self.admin = kafka_io.wait_for_broker(s.bootstrap_servers, self.extra, s.startup_timeout)
@@ -162,15 +151,24 @@ class Stage:
         self.failures = 0
         self.metrics = StageMetrics()
         self.health = Health(s.health_stall_seconds)
+        self.tally = _Tally()
+        self.limit: dict[int, int] | None = None  # --once: the ends readable at start
+        self.progress: Progress | None = None
+        self.state: StageState
+        self.commit_due = False  # set by start_state: commit before the first batch
+        self.pending_records: list[tuple[bytes, bytes | None]] = []  # tombstones from start
 
-    # -- start --------------------------------------------------------------------------------
+    # -- start-up ------------------------------------------------------------------------------
     def ensure_topics(self) -> None:
-        s = self.s
-        kafka_io.ensure_topic(self.admin, s.input_topic, s.input_partitions)
-        parts = len(kafka_io.partitions_of(self.admin, s.input_topic) or [1])
-        kafka_io.ensure_topic(self.admin, s.output_topic, parts, {"cleanup.policy": "compact"})
-        kafka_io.require_compacted(self.admin, s.output_topic)
-        kafka_io.ensure_topic(self.admin, s.dlq_topic, parts, {"retention.ms": DLQ_RETENTION_MS})
+        """Create what is missing; refuse an output or state topic that deletes by time."""
+        s, adm = self.s, self.admin
+        kafka_io.ensure_topic(adm, s.input_topic, s.input_partitions)
+        parts = len(kafka_io.partitions_of(adm, s.input_topic) or [1])
+        kafka_io.ensure_topic(adm, s.output_topic, parts, {"cleanup.policy": "compact"})
+        kafka_io.ensure_topic(adm, self.state_topic, 1, state_topic.STATE_TOPIC_CONFIG)
+        kafka_io.require_compacted(adm, s.output_topic)
+        kafka_io.require_compacted(adm, self.state_topic, "state")
+        kafka_io.ensure_topic(adm, s.dlq_topic, parts, {"retention.ms": DLQ_RETENTION_MS})
 
     def group_consumer(self) -> Consumer:
         """A consumer that never subscribes: it reads the group's committed offsets and lends its
@@ -180,50 +178,33 @@ class Stage:
             "enable.auto.commit": False,
         }))
 
-    # -- one batch ----------------------------------------------------------------------------
-    def plan(self, consumer: Consumer, limit: dict[int, int] | None) -> Plan:
-        s = self.s
-        parts = kafka_io.partitions_of(self.admin, s.input_topic) or []  # new partitions too
-        committed = kafka_io.committed_offsets(consumer, s.input_topic, parts)
-        earliest = kafka_io.list_offsets(self.admin, s.input_topic, parts, OffsetSpec.earliest())
-        stable = kafka_io.list_offsets(self.admin, s.input_topic, parts, OffsetSpec.latest())
-        if limit is not None:  # --once: only what was readable when the command started
-            stable = {p: min(off, limit.get(p, 0)) for p, off in stable.items()}
-        starts = resolve_starts(committed, earliest, stable, s.starting_offsets)
-        ranges = plan_ranges(starts, stable, s.max_records_per_batch)
-        lag = {p: max(0, stable[p] - starts[p]) for p in stable}
-        for p, n in lag.items():
-            self.metrics.lag.labels(partition=str(p)).set(n)
-        self.health.lag = sum(lag.values())
-        # Commit new starting points too (a fresh partition, a log start moved by retention),
-        # so the group's offsets always say where the stage stands.
-        commit = {p: off for p, off in starts.items() if committed.get(p) != off}
-        return Plan(ranges, commit)
-
-    def publish(self, sink, consumer: Consumer, plan: Plan, result: BatchResult,
-                totals: dict[str, int]) -> dict[str, int]:
-        s = self.s
-        updates = merge_counts(totals, result.counts)
-        records = [output_record(s.output_topic, m, n, s.level) for m, n in sorted(updates.items())]
-        records += [dlq_record(s.dlq_topic, s.input_topic, ref) for ref in result.malformed]
-        offsets = dict(plan.commit_offsets)
-        offsets.update({r.partition: r.end for r in result.ranges})
-        tps = [TopicPartition(s.input_topic, p, off) for p, off in sorted(offsets.items())]
-        sink.commit(records, tps, consumer.consumer_group_metadata())
-        return updates
-
-    def transient_failure(self, doing: str, exc: Exception) -> None:
-        """Log, back off and let the loop re-plan; give up after too many in a row."""
-        self.failures += 1
-        self.metrics.batches_aborted.inc()
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
-        if self.failures >= MAX_CONSECUTIVE_FAILURES:
-            raise DependencyError(f"{doing} failed {self.failures} times in a row; last: "
-                                  f"{first_line[:500]}") from exc
-        delay = min(RETRY_FIRST_S * 2 ** (self.failures - 1), RETRY_MAX_S)
-        log.warning("%s failed (%s); re-planning in %.0fs (%d in a row)", doing,
-                    first_line[:300], delay, self.failures)
-        self.stop.event.wait(delay)
+    def start_state(self, consumer: Consumer) -> None:
+        """Read the state back and check it against the cluster. Runs after init_transactions:
+        a predecessor's open transaction is aborted, so state and group offsets are settled."""
+        s, adm = self.s, self.admin
+        t0 = time.monotonic()
+        table = state_topic.read_table(adm, s.bootstrap_servers, self.state_topic, self.extra,
+                                       f"{s.group_id}-state-reader")
+        progress, hours = decode_records(table, self.state_topic)
+        parts = kafka_io.partitions_of(adm, s.input_topic) or []
+        ids = kafka_io.topic_ids(adm, [s.input_topic, s.output_topic])
+        facts = StartFacts(
+            input_topic_id=ids[s.input_topic] or "", output_topic_id=ids[s.output_topic] or "",
+            earliest=kafka_io.list_offsets(adm, s.input_topic, parts, OffsetSpec.earliest()),
+            latest=kafka_io.list_offsets(adm, s.input_topic, parts, OffsetSpec.latest()),
+            group=kafka_io.committed_offsets(consumer, s.input_topic, parts))
+        want = Wanted(s.input_topic, s.output_topic, s.level, s.delivery == "exactly-once",
+                      s.starting_offsets, s.horizon_minutes)
+        start = check_start(progress, hours, facts, want)
+        for line in start.warnings:
+            log.warning("%s", line)
+        self.state = start.state
+        self.commit_due = start.must_commit
+        self.pending_records = [(k, None) for k in start.tombstones]
+        self.metrics.state_minutes.set(len(self.state.totals))
+        log.info("state of %s: %d minute totals, offsets %s, restored in %.2fs",
+                 self.state_topic, len(self.state.totals), _span(self.state.offsets),
+                 time.monotonic() - t0)
 
     def start_spark(self):
         t0 = time.monotonic()
@@ -231,112 +212,206 @@ class Stage:
         log.info("Spark session on %s ready in %.1fs", self.s.master, time.monotonic() - t0)
         return spark
 
-    def run(self) -> int:
+    def start(self):
+        """Topics, then (beside the Spark start) fencing and the state. Returns spark, sink,
+        consumer. Configuration errors exit before Spark starts at all."""
         s = self.s
-        log.info("starting stage: %r", s)
-        self.stop.install()
-        server = serve(s.metrics_port, self.metrics.registry, self.health)
-        self.ensure_topics()  # configuration errors exit here, before Spark starts at all
+        self.ensure_topics()
         # The Spark session starts beside the rest of the Kafka start-up, which it does not
         # depend on: a restart's first commit comes seconds sooner. Nothing is read or written
         # before both are done, so the order of fencing and reading is unchanged.
         starter = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="spark-start")
         spark_started = starter.submit(self.start_spark)
         starter.shutdown(wait=False)
+        consumer = sink = None
         try:
             consumer = self.group_consumer()
             if s.delivery == "exactly-once":
-                sink = TransactionalSink(s.bootstrap_servers, s.transactional_id, self.extra,
-                                         self.crash)
+                sink = TransactionalSink(s.bootstrap_servers, s.txn_id, self.extra, self.crash)
             else:
                 sink = AtLeastOnceSink(s.bootstrap_servers, consumer, self.extra, self.crash)
-            sink.init()
-            totals = restore_totals(s.bootstrap_servers, s.output_topic, self.extra)
+            sink.init()  # fences a predecessor first: only then is the state settled
+            self.start_state(consumer)
+            if s.once:
+                parts = kafka_io.partitions_of(self.admin, s.input_topic) or []
+                self.limit = kafka_io.list_offsets(self.admin, s.input_topic, parts,
+                                                   OffsetSpec.latest())
         except BaseException:
             # Let the Spark start finish first: its JVM writes to our stderr while it starts,
             # and the error that stops us must be the last line an operator sees.
             with contextlib.suppress(Exception):
                 spark_started.result(timeout=SPARK_START_WAIT_S)
+            self.close(sink, consumer)
             raise
-        log.info("restored %d minute totals from %s", len(totals), s.output_topic)
         spark = spark_started.result()
         self.stop.on_stop.append(spark.sparkContext.cancelAllJobs)
-        limit = None
-        progress = None
-        first_plan: float | None = None  # for the closing throughput line
-        last_commit = 0.0
-        committed_records = 0
-        if s.once:
-            parts = kafka_io.partitions_of(self.admin, s.input_topic) or []
-            limit = kafka_io.list_offsets(self.admin, s.input_topic, parts, OffsetSpec.latest())
+        return spark, sink, consumer
+
+    # -- the cycle -----------------------------------------------------------------------------
+    def cycle(self, spark, sink, consumer) -> bool:
+        """One batch: plan -> compute -> publish -> advance. False when there was nothing to do."""
+        plan = self.plan()
+        if not plan.ranges and not plan.commit:
+            return False
+        self.batches += 1
+        self.crash.batch = self.batches
+        t0 = time.monotonic()
+        result = self.compute(spark, plan)
+        t1 = time.monotonic()
+        self.crash("after_collect")
+        change = self.state.change(result.ranges, result.counts, _now_minute(), plan.starts,
+                                   self.pending_records)
+        self.publish(sink, consumer, result, change)
+        t2 = time.monotonic()
+        self.state.advance(change)  # only now, after the commit
+        self.pending_records, self.commit_due = [], False
+        self.observe(result, change, t1 - t0, t2 - t1)
+        self.crash("after_commit")
+        return True
+
+    def plan(self) -> Plan:
+        s = self.s
         try:
-            while not self.stop.set:
-                try:
-                    plan = self.plan(consumer, limit)
-                except DependencyError as exc:
-                    self.transient_failure("planning", exc)
-                    continue
-                if s.once and progress is None:  # the first plan's lag is the whole backlog
-                    progress = Progress(self.health.lag, "run")
-                if first_plan is None and plan.ranges:
-                    first_plan = time.monotonic()
-                if not plan.ranges and not plan.commit_offsets:
-                    if s.once:
-                        break
-                    self.stop.event.wait(s.trigger_interval)
-                    continue
-                self.batches += 1
-                self.crash.batch = self.batches
-                t0 = time.monotonic()
-                try:
-                    result = compute_batch(spark, s.bootstrap_servers, s.input_topic, plan.ranges,
-                                           s.level, self.extra, s.max_malformed_per_batch)
-                except Exception as exc:  # noqa: BLE001 - Spark/py4j errors have no common base
-                    if self.stop.set:  # cancelled by the signal handler: nothing is open
-                        break
-                    self.transient_failure("the Spark job", exc)
-                    continue
-                t1 = time.monotonic()
-                self.crash("after_collect")
-                try:
-                    updates = self.publish(sink, consumer, plan, result, totals)
-                except AbortableKafkaError as exc:
-                    log.warning("batch %d aborted (%s); re-planning from committed offsets",
-                                self.batches, exc)
-                    self.transient_failure("the transaction", exc)
-                    continue
-                self.failures = 0
-                t2 = last_commit = time.monotonic()
-                committed_records += result.records
-                # Only now, after the commit, do the in-memory totals move.
-                totals.update(updates)
-                self.health.progressed()
-                m = self.metrics
-                m.batches_committed.inc()
-                m.records_read.inc(result.records)
-                m.malformed.inc(len(result.malformed))
-                m.spark_seconds.observe(t1 - t0)
-                m.commit_seconds.observe(t2 - t1)
-                self.crash("after_commit")
-                if progress is not None:
-                    progress.advance(sum(r.size for r in result.ranges))
-                span = " ".join(f"p{r.partition}:{r.start}-{r.end}" for r in result.ranges)
-                log.info("batch %d committed: offsets %s; records %d, malformed %d, minutes "
-                         "touched %d, spark %.2fs, commit %.3fs", self.batches, span or "-",
-                         result.records, len(result.malformed), len(updates), t1 - t0, t2 - t1)
-        finally:
-            if progress is not None:
-                progress.close()
+            parts = kafka_io.partitions_of(self.admin, s.input_topic) or []  # new ones too
+            earliest = kafka_io.list_offsets(self.admin, s.input_topic, parts,
+                                             OffsetSpec.earliest())
+            stable = kafka_io.list_offsets(self.admin, s.input_topic, parts, OffsetSpec.latest())
+        except DependencyError as exc:
+            raise _Retry("planning", exc) from exc
+        if self.limit is not None:  # --once: only what was readable when the command started
+            stable = {p: min(off, self.limit.get(p, 0)) for p, off in stable.items()}
+        starts = resolve_starts(self.state.offsets, earliest, stable)
+        moved = {p: o for p, o in starts.items() if self.state.offsets.get(p) != o}
+        for p in sorted(moved):
+            if p in self.state.offsets:
+                log.warning("p%d: retention deleted offsets %d-%d before they were counted; "
+                            "continuing at %d", p, self.state.offsets[p], moved[p] - 1, moved[p])
+        lag = {p: max(0, stable[p] - starts[p]) for p in stable}
+        for p, n in lag.items():
+            self.metrics.lag.labels(partition=str(p)).set(n)
+        self.health.lag = sum(lag.values())
+        if s.once and self.progress is None:  # the first plan's lag is the whole backlog
+            self.progress = Progress(self.health.lag, "run")
+        ranges = plan_ranges(starts, stable, s.max_records_per_batch)
+        if ranges and self.tally.first_plan is None:
+            self.tally.first_plan = time.monotonic()
+        return Plan(ranges, starts, bool(moved) or self.commit_due)
+
+    def compute(self, spark, plan: Plan) -> BatchResult:
+        s = self.s
+        late = self.state.late_before()
+        try:
+            return compute_batch(spark, s.bootstrap_servers, s.input_topic, plan.ranges, s.level,
+                                 self.extra, s.max_malformed_per_batch,
+                                 None if late is None else minute_text(late)[:16])
+        except Exception as exc:  # noqa: BLE001 - Spark/py4j errors have no common base
+            raise _Retry("the Spark job", exc) from exc
+
+    def publish(self, sink, consumer: Consumer, result: BatchResult, change: Change) -> None:
+        """ONE transaction: totals, DLQ records, state records and every partition's offset
+        (so the group's offsets mirror the state, and an idle partition's never expire)."""
+        s = self.s
+        records = [output_record(s.output_topic, minute_text(m), n, s.level)
+                   for m, n in sorted(change.updates.items())]
+        records += [dlq_record(s.dlq_topic, s.input_topic, ref) for ref in result.malformed]
+        records += [OutRecord(self.state_topic, k, v) for k, v in change.state_records]
+        tps = [TopicPartition(s.input_topic, p, off) for p, off in sorted(change.offsets.items())]
+        try:
+            sink.commit(records, tps, consumer.consumer_group_metadata())
+        except AbortableKafkaError as exc:
+            raise _Retry("the transaction", exc) from exc
+
+    # -- metrics -------------------------------------------------------------------------------
+    def observe(self, result: BatchResult, change: Change, spark_s: float,
+                commit_s: float) -> None:
+        self.failures = 0
+        t = self.tally
+        t.last_commit = time.monotonic()
+        t.records += result.records
+        self.health.progressed()
+        m = self.metrics
+        late = sum(1 for ref in result.malformed if ref.reason == REASON_LATE)
+        m.batches_committed.inc()
+        m.records_read.inc(result.records)
+        m.malformed.inc(len(result.malformed) - late)
+        m.late.inc(late)
+        m.state_minutes.set(len(self.state.totals))
+        m.spark_seconds.observe(spark_s)
+        m.commit_seconds.observe(commit_s)
+        if self.progress is not None:
+            self.progress.advance(sum(r.size for r in result.ranges))
+        log.info("batch %d committed: offsets %s; records %d, malformed %d, late %d, minutes "
+                 "touched %d, spark %.2fs, commit %.3fs", self.batches,
+                 " ".join(f"p{r.partition}:{r.start}-{r.end}" for r in result.ranges) or "-",
+                 result.records, len(result.malformed) - late, late, len(change.updates),
+                 spark_s, commit_s)
+
+    def transient_failure(self, failed: _Retry) -> None:
+        """Log, back off and let the loop re-plan; give up after too many in a row."""
+        exc = failed.cause
+        self.failures += 1
+        self.metrics.batches_aborted.inc()
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+        if self.failures >= MAX_CONSECUTIVE_FAILURES:
+            raise DependencyError(f"{failed.doing} failed {self.failures} times in a row; last: "
+                                  f"{first_line[:500]}") from exc
+        delay = min(RETRY_FIRST_S * 2 ** (self.failures - 1), RETRY_MAX_S)
+        log.warning("%s failed (%s); re-planning in %.0fs (%d in a row)", failed.doing,
+                    first_line[:300], delay, self.failures)
+        self.stop.event.wait(delay)
+
+    # -- shutdown ------------------------------------------------------------------------------
+    def close(self, sink, consumer) -> None:
+        if self.progress is not None:
+            self.progress.close()
+        if sink is not None:
             sink.close()
+        if consumer is not None:
             with contextlib.suppress(Exception):  # never mask the error that got us here
                 consumer.close()
+
+    def closing_line(self) -> None:
+        t = self.tally
+        busy = t.last_commit - t.first_plan if t.first_plan is not None and t.last_commit else 0.0
+        log.info("stage stopped after %d batches: %d records committed in %.2fs from the first "
+                 "plan to the last commit (%.0f records/s)", self.batches, t.records, busy,
+                 t.records / busy if busy else 0.0)
+
+    def run(self) -> int:
+        s = self.s
+        log.info("starting stage: %r", s)
+        self.stop.install()
+        server = serve(s.metrics_port, self.metrics.registry, self.health)
+        try:
+            spark, sink, consumer = self.start()
+            try:
+                while not self.stop.set:
+                    try:
+                        busy = self.cycle(spark, sink, consumer)
+                    except _Retry as failed:
+                        if self.stop.set:  # a Spark job cancelled by the signal: nothing open
+                            break
+                        self.transient_failure(failed)
+                        continue
+                    if not busy:
+                        if s.once:
+                            break
+                        self.stop.event.wait(s.trigger_interval)
+            finally:
+                self.close(sink, consumer)
+        finally:
             if server is not None:
                 server.shutdown()
-        busy = last_commit - first_plan if first_plan is not None and last_commit else 0.0
-        log.info("stage stopped after %d batches: %d records committed in %.2fs from the first "
-                 "plan to the last commit (%.0f records/s)", self.batches, committed_records,
-                 busy, committed_records / busy if busy else 0.0)
+        self.closing_line()
         return 0
+
+
+def _now_minute() -> int:
+    return minute_index(datetime.now(UTC).strftime("%Y-%m-%d %H:%M"))
+
+
+def _span(offsets: dict[int, int]) -> str:
+    return " ".join(f"p{p}:{o}" for p, o in sorted(offsets.items())) or "-"
 
 
 def run_stage(s: RunSettings) -> int:

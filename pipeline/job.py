@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pipeline.lines import REASON_EMPTY, REASON_FORMAT, REASON_TIMESTAMP
+from pipeline.lines import REASON_EMPTY, REASON_FORMAT, REASON_LATE, REASON_TIMESTAMP
 from pipeline.offsets import OffsetRange
 
 # How many malformed-line references one batch may bring to the driver (--max-malformed-per-batch).
@@ -50,12 +50,13 @@ class BatchResult:
     records: int = 0  # records read in the (final) ranges: counted, other levels, malformed
 
 
-def batch_frame(df, level: str, malformed_per_partition: int):
+def batch_frame(df, level: str, malformed_per_partition: int, late_before: str | None = None):
     """Kafka rows (partition, offset, value) -> the batch's aggregate, as one Spark plan.
 
     One scan, one aggregation: a counted line is grouped under (partition, its minute), a valid
     line of another level under (partition, nothing), a malformed line under its own offset with
-    its reason and first bytes. The malformed groups are then numbered per partition by offset
+    its reason and first bytes (a late line too: one of `level` whose minute is before
+    `late_before`). The malformed groups are then numbered per partition by offset
     and only the first `malformed_per_partition + 1` come back (the +1 tells the caller where to
     cut). Columns: p, minute (binary 'YYYY-MM-DD HH:MM' or null), bad_offset, reason, raw, len,
     n, rn. Every per-line step is a built-in expression (JVM code generation, no Python, no
@@ -90,11 +91,13 @@ def batch_frame(df, level: str, malformed_per_partition: int):
                & (part(12, 2) <= lit("23")) & (part(15, 2) <= lit("59"))
                & (part(18, 2) <= lit("59"))
                & ((part(9, 2) <= lit("28")) | (day <= month_days)))
+    counted = (part(21, len(level) + 1) == lit(level + " ")) | (
+        line == F.concat(part(1, 20), lit(level)))
     reason = (F.when(F.coalesce(F.length(line), F.lit(0)) == 0, F.lit(REASON_EMPTY))
               .when(~shape_ok, F.lit(REASON_FORMAT))
               .when(~time_ok, F.lit(REASON_TIMESTAMP)))
-    counted = (part(21, len(level) + 1) == lit(level + " ")) | (
-        line == F.concat(part(1, 20), lit(level)))
+    if late_before is not None:  # 'YYYY-MM-DD HH:MM': fixed-width digits compare as text
+        reason = reason.when(counted & (part(1, 16) < lit(late_before)), F.lit(REASON_LATE))
     rows = df.select(F.col("partition").cast("int").alias("p"), F.col("offset"), v,
                      reason.alias("reason"), counted.alias("counted"))
     bad = F.col("reason").isNotNull()
@@ -140,15 +143,18 @@ def read_ranges(spark, bootstrap: str, topic: str, ranges: Sequence[OffsetRange]
 
 def compute_batch(spark, bootstrap: str, topic: str, ranges: Sequence[OffsetRange], level: str,
                   kafka_options: Mapping[str, str] | None = None,
-                  max_malformed: int = MAX_MALFORMED_PER_BATCH) -> BatchResult:
-    """Run the batch's Spark job; return counts, malformed references and the final ranges."""
+                  max_malformed: int = MAX_MALFORMED_PER_BATCH,
+                  late_before: str | None = None) -> BatchResult:
+    """Run the batch's Spark job; return counts, malformed references and the final ranges.
+
+    `late_before` ('YYYY-MM-DD HH:MM' or None): counted lines of earlier minutes are late."""
     if not ranges:
         return BatchResult()
     per_part = max(1, max_malformed // len(ranges))
 
     def aggregate(rs: Sequence[OffsetRange]) -> list:
         df = read_ranges(spark, bootstrap, topic, rs, kafka_options or {})
-        return batch_frame(df, level, per_part).collect()
+        return batch_frame(df, level, per_part, late_before).collect()
 
     rows = aggregate(ranges)
     # A partition with more malformed lines than its share is cut just before the first one

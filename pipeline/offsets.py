@@ -19,23 +19,13 @@ class OffsetRange:
         return self.end - self.start
 
 
-def resolve_starts(committed: Mapping[int, int], earliest: Mapping[int, int],
-                   latest: Mapping[int, int], starting: str) -> dict[int, int]:
-    """Where each partition's next batch starts.
-
-    The group's committed offset is the only record of progress. A partition without one starts
-    at `earliest` or `latest` (--starting-offsets). A committed offset below the log start
-    (retention deleted records we never read) is moved up to the log start: those records are
-    gone, and reading from a deleted offset would fail the Spark job forever.
-    """
-    out = {}
-    for p in latest:
-        lo = earliest.get(p, 0)
-        if p in committed:
-            out[p] = max(committed[p], lo)
-        else:
-            out[p] = lo if starting == "earliest" else latest[p]
-    return out
+def resolve_starts(offsets: Mapping[int, int], earliest: Mapping[int, int],
+                   latest: Mapping[int, int]) -> dict[int, int]:
+    """Where each partition's next batch starts: the state's offset, moved up to the log start
+    when retention deleted records not yet read (they are gone, and reading a deleted offset
+    would fail the Spark job forever); a partition the state does not know yet (added to the
+    topic while the stage runs) starts at its log start: every record in it is new."""
+    return {p: max(offsets.get(p, 0), earliest.get(p, 0)) for p in latest}
 
 
 def plan_ranges(starts: Mapping[int, int], ends: Mapping[int, int],

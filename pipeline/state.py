@@ -1,16 +1,356 @@
-"""The stage's per-minute totals and how a batch's counts merge into them (pure)."""
+"""The stage's state and its rules (pure): what it holds, how one batch changes it, and what a
+start does with what it finds.
+
+The state is the per-minute totals, the input offsets those totals include, the event-time
+watermark, and the identity they belong to (input topic and its id, output topic and its id,
+level, format). It lives in a compacted topic beside the output topic (`<output>-state`) and is
+written in the SAME transaction as the totals it describes, so the two can never disagree:
+    key b"progress"              JSON: format, identity, offsets, watermark
+    key b"totals/YYYY-MM-DD HH"  the hour's minutes and totals (pipeline.totals.encode_hour)
+The group's committed offsets (sent in that transaction too) are a mirror for lag monitors and
+`kafka-consumer-groups`, never the source: `check_start` compares them and repairs or refuses.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
-__all__ = ["merge_counts"]
+from core.errors import ConfigError
+from pipeline.offsets import OffsetRange
+from pipeline.totals import (
+    Totals,
+    encode_hour,
+    hour_key,
+    minute_index,
+    minute_text,
+    parse_hour_key,
+)
+
+__all__ = [
+    "FORMAT",
+    "PROGRESS_KEY",
+    "STATE_SUFFIX",
+    "Change",
+    "Identity",
+    "ProgressRecord",
+    "StageState",
+    "StartFacts",
+    "StateRefused",
+    "Wanted",
+    "check_start",
+    "decode_records",
+    "late_before",
+    "state_topic_name",
+]
+
+FORMAT = 1
+STATE_SUFFIX = "-state"
+PROGRESS_KEY = b"progress"
+# Timestamps carry no zone, so a line may be up to a day "ahead" of the UTC wall clock and still
+# be honest. A minute beyond now + this never advances the watermark: one bogus future
+# timestamp (year 2099) cannot make every other line late.
+FUTURE_SLACK_MINUTES = 24 * 60
 
 
-def merge_counts(totals: Mapping[str, int], batch: Mapping[str, int]) -> dict[str, int]:
-    """The new absolute total of every minute the batch touched.
+def state_topic_name(output_topic: str) -> str:
+    """The state topic's name: the output topic plus a suffix, so one prefixed ACL covers both."""
+    return output_topic + STATE_SUFFIX
 
-    `totals` is not changed: the caller applies the result only after the transaction that
-    publishes it has committed, so an aborted batch leaves the in-memory state as it was.
+
+class StateRefused(ConfigError):
+    """State and cluster disagree in a way no repair makes exact: exit 2, nothing published."""
+
+
+@dataclass(frozen=True)
+class Identity:
+    input_topic: str
+    input_topic_id: str
+    output_topic: str
+    output_topic_id: str
+    level: str
+
+
+@dataclass(frozen=True)
+class ProgressRecord:
+    identity: Identity
+    offsets: dict[int, int]  # input partition -> position the totals include (exclusive)
+    watermark: int | None = None  # minute index, see FUTURE_SLACK_MINUTES
+
+    def encode(self) -> bytes:
+        i = self.identity
+        return json.dumps({
+            "format": FORMAT, "input_topic": i.input_topic, "input_topic_id": i.input_topic_id,
+            "output_topic": i.output_topic, "output_topic_id": i.output_topic_id,
+            "level": i.level, "offsets": {str(p): o for p, o in sorted(self.offsets.items())},
+            "watermark": None if self.watermark is None else minute_text(self.watermark),
+        }, separators=(",", ":")).encode()
+
+    @classmethod
+    def decode(cls, raw: bytes) -> ProgressRecord:
+        try:
+            v = json.loads(raw)
+        except ValueError as exc:
+            raise ValueError(f"progress record is not JSON: {exc}") from None
+        if not isinstance(v, dict) or v.get("format") != FORMAT:
+            got = v.get("format") if isinstance(v, dict) else None
+            raise ValueError(f"progress record has format {got!r}; this logcount reads {FORMAT}")
+        ident = Identity(v["input_topic"], v["input_topic_id"], v["output_topic"],
+                         v["output_topic_id"], v["level"])
+        wm = v.get("watermark")
+        return cls(ident, {int(p): int(o) for p, o in v["offsets"].items()},
+                   None if wm is None else minute_index(wm))
+
+
+def decode_records(records: Mapping[bytes, bytes], topic: str
+                   ) -> tuple[ProgressRecord | None, dict[int, bytes]]:
+    """The state topic's last value per key -> (progress or None, {hour: encoded totals})."""
+    progress = None
+    hours: dict[int, bytes] = {}
+    for key, value in records.items():
+        if key == PROGRESS_KEY:
+            try:
+                progress = ProgressRecord.decode(value)
+            except (ValueError, KeyError, TypeError) as exc:
+                raise StateRefused(f"state topic {topic}: {exc}; it was written by another "
+                                   f"program or version - use another output topic") from None
+            continue
+        hour = parse_hour_key(key)
+        if hour is None:
+            raise StateRefused(f"state topic {topic} holds a record with key {key[:40]!r} that "
+                               f"logcount did not write - use another output topic")
+        hours[hour] = value
+    return progress, hours
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """What this start is configured to do."""
+
+    input_topic: str
+    output_topic: str
+    level: str
+    exactly_once: bool = True
+    starting_offsets: str = "earliest"
+    horizon_minutes: int | None = None
+
+
+@dataclass(frozen=True)
+class StartFacts:
+    """What the cluster says at start, read after init_transactions fenced any predecessor."""
+
+    input_topic_id: str
+    output_topic_id: str
+    earliest: dict[int, int]  # input log start per partition
+    latest: dict[int, int]  # input last stable offset per partition
+    group: dict[int, int]  # the group's committed offsets (partitions without one left out)
+
+
+@dataclass
+class Start:
+    """What `check_start` decided: the state to run from and what to tell the operator."""
+
+    state: StageState
+    warnings: list[str] = field(default_factory=list)
+    # Commit progress and offsets before the first batch even with nothing to read: a repair,
+    # a fresh start's starting points, a recount's reset.
+    must_commit: bool = False
+    tombstones: list[bytes] = field(default_factory=list)  # stale state keys to delete
+
+
+def _partitions(d: Mapping[int, int]) -> str:
+    return ", ".join(f"p{p}" for p in sorted(d))
+
+
+def check_start(progress: ProgressRecord | None, hours: Mapping[int, bytes], facts: StartFacts,
+                want: Wanted) -> Start:
+    """Compare the stored state with the cluster; repair what can be made exact, refuse the rest.
+
+    Refused (StateRefused, exit 2): another level or input topic than the state's, an input
+    topic recreated (new id, or state offsets beyond its end), group offsets that differ from
+    the state's (a reset: silently following either would count twice or skip), and no state
+    where the group has offsets and the input no longer holds its beginning. Repaired with a
+    warning: group offsets missing (expired, deleted), a recreated output topic or lost state
+    when the input still holds everything (recount from offset 0), offsets below the log start
+    (retention deleted records before they were read: they are gone).
     """
-    return {minute: totals.get(minute, 0) + n for minute, n in batch.items() if n}
+    ident = Identity(want.input_topic, facts.input_topic_id, want.output_topic,
+                     facts.output_topic_id, want.level)
+    warnings: list[str] = []
+    tombstones: list[bytes] = []
+    read_before = bool(facts.group)  # the input was read by this stage before
+    if progress is not None:
+        old = progress.identity
+        if old.input_topic != want.input_topic:
+            raise StateRefused(
+                f"output topic {want.output_topic} holds totals of input topic {old.input_topic}, "
+                f"not {want.input_topic}; use another --output-topic")
+        if old.level != want.level:
+            raise StateRefused(
+                f"output topic {want.output_topic} counts level {old.level}, not {want.level}: "
+                f"the totals would mix both; use another --output-topic for {want.level}")
+        if old.output_topic_id != facts.output_topic_id:
+            warnings.append(
+                f"output topic {want.output_topic} was recreated (id {old.output_topic_id} in "
+                f"the state, {facts.output_topic_id} now): its totals are gone with it")
+            tombstones = [hour_key(h) for h in sorted(hours)]
+            progress, hours, read_before = None, {}, True
+        elif old.input_topic_id != facts.input_topic_id:
+            raise StateRefused(
+                f"input topic {want.input_topic} was recreated (id {old.input_topic_id} in the "
+                f"state, {facts.input_topic_id} now): the state's offsets point into a log that "
+                f"is gone; use a new --output-topic (and group) to count the new topic")
+        else:
+            beyond = {p: o for p, o in progress.offsets.items()
+                      if o > facts.latest.get(p, -1)}
+            if beyond:
+                detail = ", ".join(f"p{p} state {o} > end {facts.latest.get(p, 'none')}"
+                                   for p, o in sorted(beyond.items()))
+                raise StateRefused(
+                    f"input topic {want.input_topic} is behind the state ({detail}): it was "
+                    f"recreated or truncated; use a new --output-topic (and group) to count it")
+    if progress is None:
+        return _fresh_or_recount(ident, facts, want, warnings, tombstones, read_before)
+
+    offsets = dict(progress.offsets)
+    must_commit = False
+    lost = {p: facts.earliest[p] - o for p, o in offsets.items()
+            if facts.earliest.get(p, 0) > o}
+    if lost:
+        warnings.append(
+            "retention deleted input records before they were counted ("
+            + ", ".join(f"p{p}: {n} offsets" for p, n in sorted(lost.items()))
+            + "); continuing from the log start")
+        offsets.update({p: facts.earliest[p] for p in lost})
+        must_commit = True
+    new = {p: facts.earliest[p] for p in facts.latest if p not in offsets}
+    if new:
+        offsets.update(new)  # partitions added to the input: all their records are new
+        must_commit = True
+    if want.exactly_once:
+        differ = {p: g for p, g in facts.group.items() if p in offsets
+                  and p not in lost and g != progress.offsets.get(p, g)}
+        if differ:
+            detail = ", ".join(f"p{p} group {g} state {progress.offsets[p]}"
+                               for p, g in sorted(differ.items()))
+            raise StateRefused(
+                f"the group's offsets differ from the stage's state ({detail}): they were reset "
+                f"behind the stage's back; the state (with its totals) is what counts, so reset "
+                f"the group back to the state's offsets (kafka-consumer-groups --reset-offsets "
+                f"--to-offset) or delete them (--delete-offsets: the stage then re-commits its "
+                f"own), or use a new --output-topic to recount")
+        missing = {p: o for p, o in offsets.items() if p not in facts.group}
+        if missing:
+            warnings.append(
+                f"the group has no committed offsets for {_partitions(missing)} (expired after "
+                f"offsets.retention.minutes, deleted, or the group was deleted); the state has "
+                f"them and the next transaction commits them again")
+            must_commit = True
+    else:
+        # at-least-once replays from the group's offsets: the weaker mode's documented cost.
+        offsets.update({p: g for p, g in facts.group.items() if p in offsets})
+    state = StageState(ident, offsets, Totals.from_hours(hours.items()), progress.watermark,
+                       want.horizon_minutes)
+    return Start(state, warnings, must_commit, tombstones)
+
+
+def _fresh_or_recount(ident: Identity, facts: StartFacts, want: Wanted, warnings: list[str],
+                      tombstones: list[bytes], read_before: bool) -> Start:
+    """No state: a first start, or a recount when the input was read before (the group has
+    offsets, or the state belonged to a recreated output topic)."""
+    if read_before:
+        held = {p: e for p, e in facts.earliest.items() if e > 0}
+        if held:
+            raise StateRefused(
+                f"the stage has no state for output topic {want.output_topic} but its input was "
+                f"read before (the group has offsets, or the state belonged to an older output "
+                f"topic), and the input no longer holds its beginning ("
+                + ", ".join(f"p{p} starts at {e}" for p, e in sorted(held.items()))
+                + "): a recount would not be exact. Restore the state topic, or count anew "
+                "with a new --output-topic and --group-id (from --starting-offsets)")
+        warnings.append(
+            f"no state for output topic {want.output_topic} although the input was read before: "
+            f"recounting from the input's beginning (it still holds every record); the output "
+            f"topic's totals are republished from zero")
+        offsets = {p: 0 for p in facts.latest}
+    elif want.starting_offsets == "earliest":
+        offsets = dict(facts.earliest)
+    else:
+        offsets = dict(facts.latest)
+    state = StageState(ident, offsets, Totals(), None, want.horizon_minutes)
+    return Start(state, warnings, True, tombstones)
+
+
+def late_before(watermark: int | None, horizon_minutes: int | None) -> int | None:
+    """The first minute that is not late, or None when nothing is (no horizon, no watermark)."""
+    if horizon_minutes is None or watermark is None:
+        return None
+    return watermark - horizon_minutes
+
+
+@dataclass(frozen=True)
+class Change:
+    """What one batch does to the state, computed before its transaction, applied after."""
+
+    updates: dict[int, int]  # minute -> new absolute total (published to the output topic)
+    offsets: dict[int, int]
+    watermark: int | None
+    evict_before: int | None  # hours wholly before this minute leave memory and the state topic
+    state_records: list[tuple[bytes, bytes | None]]  # (key, value or None for a tombstone)
+
+
+class StageState:
+    """The state in memory. `change()` is pure; `advance()` applies a committed change."""
+
+    def __init__(self, identity: Identity, offsets: Mapping[int, int], totals: Totals,
+                 watermark: int | None = None, horizon_minutes: int | None = None) -> None:
+        self.identity = identity
+        self.offsets = dict(offsets)
+        self.totals = totals
+        self.watermark = watermark
+        self.horizon_minutes = horizon_minutes
+
+    def late_before(self) -> int | None:
+        return late_before(self.watermark, self.horizon_minutes)
+
+    def progress(self, offsets: Mapping[int, int] | None = None,
+                 watermark: int | None = None) -> ProgressRecord:
+        return ProgressRecord(self.identity, dict(self.offsets if offsets is None else offsets),
+                              self.watermark if watermark is None else watermark)
+
+    def change(self, ranges: Sequence[OffsetRange], counts: Mapping[str, int],
+               now_minute: int, starts: Mapping[int, int] | None = None,
+               extra_records: Sequence[tuple[bytes, bytes | None]] = ()) -> Change:
+        """The batch's effect: new totals of the minutes it touched, offsets at the ranges' ends
+        (`starts`, where given, for partitions the batch did not read: moved or new ones),
+        the watermark moved by the minutes it counted (never past now + FUTURE_SLACK_MINUTES),
+        hours that fell behind the horizon evicted, and the state records that say all this."""
+        by_minute = {minute_index(m): n for m, n in counts.items() if n}
+        updates = self.totals.merged(by_minute)
+        offsets = {**self.offsets, **(starts or {}), **{r.partition: r.end for r in ranges}}
+        honest = [m for m in by_minute if m <= now_minute + FUTURE_SLACK_MINUTES]
+        watermark = self.watermark
+        if honest and (watermark is None or max(honest) > watermark):
+            watermark = max(honest)
+        evict = late_before(watermark, self.horizon_minutes)
+        gone: set[int] = set()
+        if evict is not None:  # whole hours behind the horizon, held or touched by this batch
+            gone = set(self.totals.hours_before(evict))
+            gone |= {m // 60 for m in updates if m // 60 * 60 + 60 <= evict}
+        contents = self.totals.hours_after(updates)  # {hour: its minutes once applied}
+        records: list[tuple[bytes, bytes | None]] = list(extra_records)
+        records += [(hour_key(h), encode_hour(contents[h]))
+                    for h in sorted(contents) if h not in gone]
+        records += [(hour_key(h), None) for h in sorted(gone)]
+        progress = ProgressRecord(self.identity, offsets, watermark)
+        records.append((PROGRESS_KEY, progress.encode()))
+        return Change(updates, offsets, watermark, evict if gone else None, records)
+
+    def advance(self, change: Change) -> None:
+        """Apply a change whose transaction committed: only now do totals and offsets move."""
+        self.totals.apply(change.updates)
+        self.offsets = dict(change.offsets)
+        self.watermark = change.watermark
+        if change.evict_before is not None:
+            self.totals.evict_hours_before(change.evict_before)

@@ -1,4 +1,4 @@
-"""Rewrite the README's configuration reference from logcount/settings.py."""
+"""Rewrite the README's configuration reference from core/settings.py."""
 
 from __future__ import annotations
 

@@ -35,11 +35,10 @@ def test_plan_never_exceeds_ends_or_goes_backwards():
             assert 0 < r.size <= cap and r.start in (3, 9) and r.end <= {0: 40, 1: 9}[r.partition]
 
 
-def test_resolve_starts_prefers_committed_then_starting_offsets():
+def test_resolve_starts_takes_the_state_then_the_log_start_for_new_partitions():
     earliest, latest = {0: 0, 1: 0, 2: 10}, {0: 50, 1: 60, 2: 70}
-    assert resolve_starts({0: 20}, earliest, latest, "earliest") == {0: 20, 1: 0, 2: 10}
-    assert resolve_starts({0: 20}, earliest, latest, "latest") == {0: 20, 1: 60, 2: 70}
+    assert resolve_starts({0: 20}, earliest, latest) == {0: 20, 1: 0, 2: 10}
 
 
-def test_resolve_starts_moves_a_deleted_committed_offset_to_the_log_start():
-    assert resolve_starts({0: 5}, {0: 30}, {0: 50}, "earliest") == {0: 30}
+def test_resolve_starts_moves_an_offset_deleted_by_retention_to_the_log_start():
+    assert resolve_starts({0: 5, 1: 40}, {0: 30, 1: 30}, {0: 50, 1: 50}) == {0: 30, 1: 40}

@@ -1,16 +1,188 @@
+"""pipeline/state.py: the start check's every branch, and how a batch changes the state."""
+
+from __future__ import annotations
+
 import pytest
 
-from pipeline.state import merge_counts
+from pipeline.offsets import OffsetRange
+from pipeline.state import (
+    FUTURE_SLACK_MINUTES,
+    PROGRESS_KEY,
+    Identity,
+    ProgressRecord,
+    StageState,
+    StartFacts,
+    StateRefused,
+    Wanted,
+    check_start,
+    decode_records,
+    late_before,
+)
+from pipeline.totals import Totals, decode_hour, encode_hour, hour_key, minute_index
 
 pytestmark = pytest.mark.unit
 
-
-def test_merge_returns_new_absolute_totals_of_touched_minutes_only():
-    totals = {"a": 3, "b": 5}
-    out = merge_counts(totals, {"b": 2, "c": 1})
-    assert out == {"b": 7, "c": 1}
-    assert totals == {"a": 3, "b": 5}, "the caller's totals must not change before a commit"
+IDENT = Identity("in", "IN-ID", "out", "OUT-ID", "ERROR")
+WANT = Wanted("in", "out", "ERROR")
+M0 = minute_index("2017-07-30 14:09")
 
 
-def test_merge_ignores_zero_counts():
-    assert merge_counts({"a": 1}, {"a": 0}) == {}
+def facts(**kw) -> StartFacts:
+    base = dict(input_topic_id="IN-ID", output_topic_id="OUT-ID", earliest={0: 0, 1: 0},
+                latest={0: 100, 1: 50}, group={0: 40, 1: 10})
+    return StartFacts(**{**base, **kw})
+
+
+def stored(offsets=None, **ident) -> tuple[ProgressRecord, dict[int, bytes]]:
+    i = Identity(**{**IDENT.__dict__, **ident})
+    hours = {M0 // 60: encode_hour({M0 % 60: 7})}
+    return ProgressRecord(i, offsets or {0: 40, 1: 10}, M0), hours
+
+
+def test_a_matching_state_starts_from_its_own_offsets_and_totals_without_a_word():
+    start = check_start(*stored(), facts(), WANT)
+    assert start.state.offsets == {0: 40, 1: 10}
+    assert start.state.totals.get(M0) == 7
+    assert start.state.watermark == M0
+    assert not start.warnings and not start.must_commit and not start.tombstones
+
+
+@pytest.mark.parametrize("starting, offsets", [("earliest", {0: 3, 1: 0}),
+                                               ("latest", {0: 100, 1: 50})])
+def test_a_first_start_takes_starting_offsets_and_commits_them(starting, offsets):
+    start = check_start(None, {}, facts(group={}, earliest={0: 3, 1: 0}),
+                        Wanted("in", "out", "ERROR", starting_offsets=starting))
+    assert start.state.offsets == offsets and start.must_commit and not start.warnings
+    assert len(start.state.totals) == 0
+
+
+@pytest.mark.parametrize("group", [{}, {0: 40}], ids=["group-gone", "one-expired"])
+def test_missing_group_offsets_are_repaired_from_the_state(group):
+    start = check_start(*stored(), facts(group=group), WANT)
+    assert start.state.offsets == {0: 40, 1: 10}, "the state's offsets, not --starting-offsets"
+    assert start.must_commit
+    assert len(start.warnings) == 1 and "no committed offsets for" in start.warnings[0]
+    assert "p1" in start.warnings[0]
+
+
+def test_reset_group_offsets_are_refused_naming_partition_and_both_offsets():
+    with pytest.raises(StateRefused, match=r"p0 group 0 state 40") as err:
+        check_start(*stored(), facts(group={0: 0, 1: 10}), WANT)
+    assert "p1" not in str(err.value) and "--reset-offsets" in str(err.value)
+
+
+def test_at_least_once_follows_the_group_offsets():
+    start = check_start(*stored(), facts(group={0: 30, 1: 10}),
+                        Wanted("in", "out", "ERROR", exactly_once=False))
+    assert start.state.offsets == {0: 30, 1: 10}
+
+
+@pytest.mark.parametrize("field, value, words", [
+    ("level", "WARN", "counts level WARN, not ERROR"),
+    ("input_topic", "other", "holds totals of input topic other"),
+    ("input_topic_id", "OLD-ID", "was recreated"),
+])
+def test_a_changed_identity_is_refused(field, value, words):
+    with pytest.raises(StateRefused, match=words):
+        check_start(*stored(**{field: value}), facts(), WANT)
+
+
+@pytest.mark.parametrize("latest", [{0: 20, 1: 50}, {0: 100}], ids=["behind", "fewer-parts"])
+def test_an_input_behind_the_state_is_refused(latest):
+    with pytest.raises(StateRefused, match="recreated or truncated"):
+        check_start(*stored(), facts(latest=latest), WANT)
+
+
+def test_a_recreated_output_topic_recounts_when_the_input_holds_everything():
+    progress, hours = stored(output_topic_id="OLD-OUT")
+    start = check_start(progress, hours, facts(), WANT)
+    assert start.state.offsets == {0: 0, 1: 0} and len(start.state.totals) == 0
+    assert start.tombstones == [hour_key(h) for h in hours]
+    assert start.must_commit and "was recreated" in start.warnings[0]
+    assert start.state.identity.output_topic_id == "OUT-ID"
+
+
+def test_a_recreated_output_topic_is_refused_when_the_input_lost_its_beginning():
+    with pytest.raises(StateRefused, match=r"p1 starts at 5"):
+        check_start(*stored(output_topic_id="OLD-OUT"), facts(earliest={0: 0, 1: 5}), WANT)
+
+
+def test_no_state_but_group_offsets_recounts_or_refuses():
+    start = check_start(None, {}, facts(), WANT)
+    assert start.state.offsets == {0: 0, 1: 0} and "recounting" in start.warnings[0]
+    with pytest.raises(StateRefused, match="no state"):
+        check_start(None, {}, facts(earliest={0: 9, 1: 0}), WANT)
+
+
+def test_offsets_deleted_by_retention_move_to_the_log_start_without_a_refusal():
+    start = check_start(*stored(), facts(earliest={0: 60, 1: 0}), WANT)
+    assert start.state.offsets == {0: 60, 1: 10}
+    assert start.must_commit and "retention deleted" in start.warnings[0]
+
+
+def test_a_partition_added_to_the_input_starts_at_its_log_start():
+    start = check_start(*stored(), facts(latest={0: 100, 1: 50, 2: 9}, earliest={0: 0, 1: 0,
+                                                                                2: 4}), WANT)
+    assert start.state.offsets == {0: 40, 1: 10, 2: 4} and start.must_commit
+
+
+def test_progress_record_round_trip_and_foreign_records_are_refused():
+    progress, hours = stored()
+    assert ProgressRecord.decode(progress.encode()) == progress
+    table = {PROGRESS_KEY: progress.encode(), **{hour_key(h): v for h, v in hours.items()}}
+    assert decode_records(table, "out-state") == (progress, hours)
+    with pytest.raises(StateRefused, match="format 2"):
+        decode_records({PROGRESS_KEY: b'{"format": 2}'}, "out-state")
+    with pytest.raises(StateRefused, match="did not write"):
+        decode_records({b"something": b"x"}, "out-state")
+
+
+def _state(horizon=None, watermark=M0) -> StageState:
+    return StageState(IDENT, {0: 40, 1: 10},
+                      Totals.from_hours([(M0 // 60, encode_hour({M0 % 60: 7}))]),
+                      watermark, horizon)
+
+
+def test_a_change_is_pure_until_advanced_and_carries_totals_offsets_and_state():
+    state = _state()
+    change = state.change([OffsetRange(0, 40, 90)], {"2017-07-30 14:09:00": 3,
+                                                      "2017-07-30 15:00:00": 2}, M0)
+    assert change.updates == {M0: 10, M0 + 51: 2}
+    assert change.offsets == {0: 90, 1: 10}
+    assert state.totals.get(M0) == 7 and state.offsets == {0: 40, 1: 10}, "pure until advance"
+    keys = [k for k, _ in change.state_records]
+    assert keys[-1] == PROGRESS_KEY and set(keys[:-1]) == {hour_key(M0 // 60),
+                                                           hour_key(M0 // 60 + 1)}
+    by_key = dict(change.state_records)
+    minutes, totals = decode_hour(by_key[hour_key(M0 // 60)])
+    assert dict(zip(minutes.tolist(), totals.tolist(), strict=True)) == {9: 10}
+    assert ProgressRecord.decode(by_key[PROGRESS_KEY]).offsets == {0: 90, 1: 10}
+    state.advance(change)
+    assert state.totals.get(M0) == 10 and state.offsets == {0: 90, 1: 10}
+    assert state.watermark == M0 + 51
+
+
+def test_one_bogus_future_minute_does_not_move_the_watermark():
+    state = _state(horizon=60)
+    change = state.change([], {"2099-01-01 00:00:00": 1}, M0)
+    assert change.watermark == M0
+    near = state.change([], {"2017-07-31 14:00:00": 1}, M0)
+    assert near.watermark == minute_index("2017-07-31 14:00") <= M0 + FUTURE_SLACK_MINUTES
+
+
+def test_late_before_is_off_without_horizon_or_watermark():
+    assert late_before(None, 60) is None and late_before(M0, None) is None
+    assert late_before(M0, 60) == M0 - 60
+
+
+def test_hours_behind_the_horizon_are_tombstoned_and_leave_memory():
+    state = _state(horizon=60)  # holds 14:09 = M0
+    # A batch at 16:30 moves the watermark: the horizon is 15:30, so hour 14 is gone whole,
+    # and so is a minute of hour 14 this same batch counted (before it learned of 16:30).
+    change = state.change([], {"2017-07-30 16:30:00": 1, "2017-07-30 14:50:00": 1}, M0 + 200)
+    tomb = [k for k, v in change.state_records if v is None]
+    assert tomb == [hour_key(M0 // 60)]
+    assert hour_key(M0 // 60) not in [k for k, v in change.state_records if v is not None]
+    state.advance(change)
+    assert state.totals.get(M0) == 0 and state.totals.get(minute_index("2017-07-30 16:30")) == 1
+    assert state.late_before() == minute_index("2017-07-30 15:30")

@@ -1,0 +1,67 @@
+"""Reading a compacted topic back as a table: the stage's state topic at start."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from connectors import kafka_io
+from core.errors import DependencyError
+
+# Why 300 s: a state topic is small once compacted (5 years of minutes are ~44,000 hour records,
+# ~30 MB), but before the cleaner runs it also holds superseded versions; this bounds a read that
+# makes no headway (a broker gone mid-restore) rather than a slow one.
+RESTORE_TIMEOUT_S = 300.0
+# The state topic's own settings: compacted (last value per key is the state), and segments
+# rolled hourly so that superseded versions become cleanable within the hour: the active segment
+# is never compacted, and with the default of 7 days a restart would read a week of versions.
+STATE_TOPIC_CONFIG = {"cleanup.policy": "compact", "segment.ms": str(3600 * 1000)}
+
+
+def read_table(adm: AdminClient, bootstrap: str, topic: str, extra: Mapping[str, str],
+               group_id: str) -> dict[bytes, bytes]:
+    """The topic's last value per key (tombstones remove keys), read_committed to its end.
+
+    Runs after init_transactions, which aborted any transaction a predecessor left open, so the
+    last stable offset is the log end and this read never waits on one. `group_id` only names
+    the reader (it assigns, never commits): it sits under the stage's group prefix, so the
+    group ACL that covers the stage covers it too.
+    """
+    parts = kafka_io.partitions_of(adm, topic) or []
+    ends = kafka_io.list_offsets(adm, topic, parts, OffsetSpec.latest())
+    starts = kafka_io.list_offsets(adm, topic, parts, OffsetSpec.earliest())
+    todo = {p for p in parts if ends[p] > starts[p]}
+    table: dict[bytes, bytes] = {}
+    if not todo:
+        return table
+    consumer = Consumer(kafka_io.client_config(bootstrap, extra, **{
+        "group.id": group_id, "isolation.level": "read_committed",
+        "enable.auto.commit": False, "enable.partition.eof": True,
+    }))
+    try:
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in todo])
+        deadline = time.monotonic() + RESTORE_TIMEOUT_S
+        while todo:
+            if time.monotonic() > deadline:
+                raise DependencyError(f"reading {topic}: its end was not reached in "
+                                      f"{RESTORE_TIMEOUT_S:.0f}s")
+            for msg in consumer.consume(10_000, 1.0):
+                err = msg.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        todo.discard(msg.partition())
+                        continue
+                    raise DependencyError(f"reading {topic}: {err.str()}")
+                if msg.offset() + 1 >= ends[msg.partition()]:
+                    todo.discard(msg.partition())
+                value = msg.value()
+                if value is None:
+                    table.pop(msg.key(), None)
+                else:
+                    table[msg.key()] = value
+    finally:
+        consumer.close()
+    return table
