@@ -7,21 +7,15 @@ record below them is skipped, so neither a replay nor a zombie sink after a reba
 older total over a newer one. Offsets are also committed to Kafka afterwards, only for lag
 monitoring. SQL works on MariaDB and MySQL 8.
 
-The sink checks its own drift. MySQL's offsets belong to one incarnation of the topic, whose id
-is kept beside them (`kafka_topics`). Before subscribing, the topic's id and end offsets are
-compared with MySQL's in one locked transaction (`topic_drift`): another id, or (no id stored)
-an offset beyond a partition's end or of a partition that is gone, means the topic was deleted
-and recreated, and seeking to those offsets would silently skip the new topic's records or sit
-beyond its end. The sink repairs rather than refuses: it deletes the stale offsets, stores the
-new id and says so in one warning line. Repair is right because the topic carries absolute
-per-minute totals, not increments: reading it again from its start upserts each minute's latest
-total, so error_log converges to what the topic holds (minutes the new topic never carries keep
-the totals they had), where refusing would only hand an operator the same repair by hand.
-Offsets beyond the end of a topic with the same id (a truncated log) are repaired the same way.
-A running sink asks for the id again every DRIFT_CHECK_INTERVAL_S, since its consumer reads a
-recreated topic on from the old positions without a word, and a batch is written only while
-MySQL's topic id is the one the sink checked, so a sink still on the old topic cannot write its
-offsets over another sink's repair.
+Drift: MySQL's offsets are of one incarnation of the topic, whose id is kept beside them
+(`kafka_topics`). Before subscribing, and every DRIFT_CHECK_INTERVAL_S while running (a consumer
+reads a recreated topic on from its old positions without a word), the sink compares the topic's
+id and end offsets with MySQL's (`topic_drift`, in one locked transaction). If the topic was
+recreated (or its log truncated), stale offsets would silently skip its records, so the sink
+deletes them, stores the new id and says so in one warning line. It repairs rather than refuses
+because the topic carries absolute per-minute totals, not increments: reading it again from its
+start converges error_log to them (minutes the new topic never carries keep their old totals),
+and a refusal would only leave the same repair to an operator.
 """
 
 from __future__ import annotations
@@ -412,9 +406,7 @@ class Sink:
         self.store.ensure_schema()
         self.adm = kafka_io.wait_for_broker(s.bootstrap_servers, s.kafka_client_config,
                                             s.startup_timeout)
-        if kafka_io.partitions_of(self.adm, s.topic) is None:
-            raise DependencyError(f"topic {s.topic} does not exist (has the stage run?)")
-        self._check_drift()
+        self._check_drift()  # before subscribing: the first assignment seeks to its offsets
         consumer = Consumer(kafka_io.client_config(s.bootstrap_servers, s.kafka_client_config, **{
             "group.id": s.group_id,
             # Only committed transactions: never an aborted total.

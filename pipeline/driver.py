@@ -165,8 +165,8 @@ class Stage:
         kafka_io.ensure_topic(adm, s.input_topic, s.input_partitions)
         parts = len(kafka_io.partitions_of(adm, s.input_topic) or [1])
         kafka_io.ensure_topic(adm, s.output_topic, parts, {"cleanup.policy": "compact"})
-        kafka_io.ensure_topic(adm, self.state_topic, 1, state_topic.STATE_TOPIC_CONFIG)
         kafka_io.require_compacted(adm, s.output_topic)
+        kafka_io.ensure_topic(adm, self.state_topic, 1, state_topic.STATE_TOPIC_CONFIG)
         kafka_io.require_compacted(adm, self.state_topic, "state")
         kafka_io.ensure_topic(adm, s.dlq_topic, parts, {"retention.ms": DLQ_RETENTION_MS})
 
