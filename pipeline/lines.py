@@ -1,4 +1,4 @@
-"""The input line format of ../shared/contract.md, as a pure reference definition.
+"""The input line format of docs/contract.md, as a pure reference definition.
 
 `YYYY-MM-DD HH:MM:SS LEVEL message`: a line counts for its minute when it starts with a valid
 timestamp, one space and a LEVEL word (letters), followed by a space or the end of the line. The

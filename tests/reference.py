@@ -1,4 +1,4 @@
-"""An independent reading of ../shared/contract.md's input line rule, for checking logcount.
+"""An independent reading of docs/contract.md's input line rule, for checking logcount.
 
 Written char by char from the contract's words, sharing nothing with pipeline/lines.py (which
 uses a regex and strptime), so that the two can be held against each other.

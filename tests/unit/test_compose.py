@@ -1,7 +1,7 @@
 """docker/compose.yaml cannot rot silently: every command and variable must fit the CLI.
 
 No Docker engine runs on our machines, so the compose demo is not started here; this test is
-what keeps it in step with the CLI and ../shared/contract.md.
+what keeps it in step with the CLI and docs/contract.md.
 """
 
 from __future__ import annotations
