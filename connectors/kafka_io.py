@@ -27,11 +27,16 @@ log = logging.getLogger("logcount.kafka")
 REQUEST_TIMEOUT_S = 15.0
 
 
+# librdkafka's own log lines, served by each client's poll: the CLI sends them to its log file
+# (or, with --verbose, to the terminal); our error lines say what matters.
+RDKAFKA_LOG = logging.getLogger("librdkafka")
+
+
 def client_config(bootstrap: str, extra: Mapping[str, str] | None = None, **kw: object) -> dict:
     """Base librdkafka config; `extra` (from --kafka-config) wins over our defaults."""
     # log_level 4: librdkafka's warnings and errors only; its info lines (e.g. purging queues
-    # at shutdown) are noise on an operator's stderr.
-    conf: dict = {"bootstrap.servers": bootstrap, "log_level": 4, **kw}
+    # at shutdown) are noise even in a log file.
+    conf: dict = {"bootstrap.servers": bootstrap, "log_level": 4, "logger": RDKAFKA_LOG, **kw}
     conf.update(extra or {})
     return conf
 
@@ -40,26 +45,47 @@ def admin(bootstrap: str, extra: Mapping[str, str] | None = None) -> AdminClient
     return AdminClient(client_config(bootstrap, extra))
 
 
+# librdkafka reports a failed authentication, or a TLS handshake with a listener that speaks
+# something else, as connection errors it keeps retrying; neither heals by waiting.
+_HOPELESS = ("SSL handshake failed", "SASL", "Authentication", "certificate verify failed")
+
+
 def wait_for_broker(bootstrap: str, extra: Mapping[str, str] | None,
                     timeout_s: float) -> AdminClient:
     """An AdminClient once the cluster answers metadata; retries until `timeout_s`, then one
-    clear DependencyError. A broker that is restarting answers again within seconds."""
-    adm = admin(bootstrap, extra)
+    clear DependencyError naming librdkafka's own reason (refused, TLS or SASL mismatch...).
+    A broker that is restarting answers again within seconds; a security mismatch fails at once.
+    """
+    errors: list[KafkaError] = []
+    adm = AdminClient({**client_config(bootstrap, extra), "error_cb": errors.append})
     deadline = time.monotonic() + timeout_s
     # Each attempt gets a slice of the budget (at most 5 s), so there are always several
     # attempts: one attempt as long as the whole budget would never retry at all.
     attempt_s = max(0.5, min(5.0, timeout_s / 4))
+    said = False
     while True:
         try:
             adm.list_topics(timeout=attempt_s)
             return adm
         except KafkaException as exc:
-            reason = exc.args[0].str() if exc.args else str(exc)
-            if time.monotonic() >= deadline:
-                raise DependencyError(f"Kafka at {bootstrap} unreachable after "
-                                      f"{timeout_s:.0f}s of retries: {reason}") from exc
-            log.warning("Kafka at %s not answering (%s); retrying", bootstrap, reason)
-            time.sleep(1.0)
+            adm.poll(0)  # serves error_cb (and librdkafka's log lines)
+            reasons = [e.str() for e in errors if e.code() != KafkaError._ALL_BROKERS_DOWN]
+            reason = reasons[-1] if reasons else exc.args[0].str()
+            hopeless = any(word in reason for word in _HOPELESS)
+            if hopeless or time.monotonic() >= deadline:
+                waited = "" if hopeless else f" after {timeout_s:.0f}s of retries"
+                raise DependencyError(f"Kafka at {bootstrap} unreachable{waited}: {reason}"
+                                      + _hint(reason)) from exc
+            if not said:
+                log.info("waiting for Kafka at %s (%s), up to %.0fs", bootstrap, reason, timeout_s)
+                said = True
+            time.sleep(0.5)
+
+
+def _hint(reason: str) -> str:
+    if "SSL handshake failed" in reason or "SASL" in reason:
+        return " (does security.protocol match the broker's listener?)"
+    return ""
 
 
 def _wait(futures: Mapping, doing: str, timeout: float = REQUEST_TIMEOUT_S) -> dict:

@@ -144,10 +144,12 @@ class TopicChangedError(LogcountError):
 class MySQLStore:
     """The sink's MySQL side: one connection, reconnecting with backoff on transient errors."""
 
-    def __init__(self, url: MySQLUrl, stop: threading.Event | None = None) -> None:
+    def __init__(self, url: MySQLUrl, stop: threading.Event | None = None,
+                 create_database: bool = False) -> None:
         self.url = url
         self.conn: pymysql.connections.Connection | None = None
         self.stop = stop or threading.Event()
+        self.create_database = create_database
 
     def _connect(self) -> pymysql.connections.Connection:
         u = self.url
@@ -159,14 +161,20 @@ class MySQLStore:
         except pymysql.err.OperationalError as exc:
             if exc.args[0] != _UNKNOWN_DB:
                 raise
-        conn = pymysql.connect(**kw)  # the database is missing: create it, then use it
+            if not self.create_database:
+                # A typo in the URL must not fill an empty database that nobody reads.
+                raise DependencyError(
+                    f"MySQL database {u.database} does not exist on {u.host}:{u.port}; create "
+                    f"it (CREATE DATABASE {u.database}) or pass --create-database") from None
+        conn = pymysql.connect(**kw)  # asked to: create it, then use it
         with conn.cursor() as cur:
             cur.execute(f"CREATE DATABASE IF NOT EXISTS `{u.database}`")
             cur.execute(f"USE `{u.database}`")
         return conn
 
-    def with_retry(self, doing: str, fn):
-        """Run fn(conn) in a transaction; on a transient error roll back, reconnect, retry."""
+    def with_retry(self, doing: str, fn, deadline: float | None = None):
+        """Run fn(conn) in a transaction; on a transient error roll back, reconnect, retry
+        (until `deadline`, a time.monotonic() value, when given: the start-up's bound)."""
         delay = BACKOFF_FIRST_S
         while True:
             try:
@@ -184,6 +192,9 @@ class MySQLStore:
                     raise DependencyError(f"MySQL {doing}: {exc}") from exc
                 if self.stop.is_set():
                     raise DependencyError(f"MySQL {doing}: stopping while MySQL is down") from exc
+                if deadline is not None and time.monotonic() + delay > deadline:
+                    raise DependencyError(f"MySQL at {self.url.host}:{self.url.port} "
+                                          f"unreachable ({doing}): {exc.args[-1]}") from exc
                 log.warning("MySQL %s failed (%s); retrying in %.1fs", doing, exc, delay)
                 self.stop.wait(delay)
                 delay = min(delay * 2, BACKOFF_MAX_S)
@@ -194,13 +205,15 @@ class MySQLStore:
                 self.conn.close()
             self.conn = None
 
-    def ensure_schema(self) -> None:
+    def ensure_schema(self, timeout_s: float | None = None) -> None:
+        """Create the tables if missing; at start, give up after `timeout_s` of retries."""
         def create(conn):
             with conn.cursor() as cur:
                 for ddl in SCHEMA:
                     cur.execute(ddl)
 
-        self.with_retry("creating tables", create)
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        self.with_retry("creating tables", create, deadline)
 
     def load_offsets(self, group: str, topic: str) -> dict[int, int]:
         def load(conn):
@@ -299,7 +312,7 @@ class Sink:
     def __init__(self, s: SinkSettings) -> None:
         self.s = s
         self.stop = threading.Event()
-        self.store = MySQLStore(s.mysql, self.stop)
+        self.store = MySQLStore(s.mysql, self.stop, s.create_database)
         self.assigned: set[int] = set()
         self.at_eof: set[int] = set()
         self.applied = 0
@@ -320,9 +333,7 @@ class Sink:
         (see the module docstring)."""
         s = self.s
         assert self.adm is not None
-        parts = kafka_io.partitions_of(self.adm, s.topic)
-        if parts is None:
-            raise DependencyError(f"topic {s.topic} does not exist (has the stage run?)")
+        parts = self._wait_for_topic()
         current_id = self._topic_id_now()
         ends = kafka_io.list_offsets(self.adm, s.topic, parts, OffsetSpec.latest(),
                                      committed_only=False)
@@ -333,6 +344,24 @@ class Sink:
             log.warning("topic %s %s: reading it from the beginning; its totals are absolute, "
                         "so error_log converges to them (rows of minutes it no longer carries "
                         "keep their old totals)", s.topic, reason)
+
+    def _wait_for_topic(self) -> list[int]:
+        """The topic's partitions, waiting up to --startup-timeout for the stage to create it:
+        a sink started beside a fresh stage (the docker demo) must not race it."""
+        s = self.s
+        assert self.adm is not None
+        deadline = time.monotonic() + s.startup_timeout
+        said = False
+        while (parts := kafka_io.partitions_of(self.adm, s.topic)) is None:
+            if time.monotonic() >= deadline or self.stop.is_set():
+                raise DependencyError(f"topic {s.topic} does not exist after "
+                                      f"{s.startup_timeout:.0f}s (has the stage run?)")
+            if not said:
+                log.info("waiting for topic %s (the stage creates it), up to %.0fs", s.topic,
+                         s.startup_timeout)
+                said = True
+            self.stop.wait(1.0)
+        return parts
 
     def _id_changed(self) -> bool:
         """Every DRIFT_CHECK_INTERVAL_S while running: has the topic been recreated under us?
@@ -403,9 +432,10 @@ class Sink:
                 signal.signal(sig, lambda *_: self.stop.set())
         log.info("starting sink: %r", s)
         server = serve(s.metrics_port, self.metrics.registry, self.health)
-        self.store.ensure_schema()
+        # Kafka first: a sink that cannot reach its broker leaves no tables behind in MySQL.
         self.adm = kafka_io.wait_for_broker(s.bootstrap_servers, s.kafka_client_config,
                                             s.startup_timeout)
+        self.store.ensure_schema(s.startup_timeout)
         self._check_drift()  # before subscribing: the first assignment seeks to its offsets
         consumer = Consumer(kafka_io.client_config(s.bootstrap_servers, s.kafka_client_config, **{
             "group.id": s.group_id,

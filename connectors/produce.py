@@ -6,6 +6,7 @@ import json
 import logging
 import sys
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from confluent_kafka import KafkaException, Producer
@@ -71,27 +72,69 @@ def deliver_all(producer: Producer, topic: str,
     return n
 
 
+# What a record adds to its value on the wire (batch and record headers): a line this close to
+# the limit would be refused by the broker after earlier lines were already written.
+RECORD_OVERHEAD = 512
+# A loader run by hand: a broker that does not answer within this is reported, not waited for.
+BROKER_WAIT_S = 15.0
+# librdkafka's default message.max.bytes, when --kafka-config does not set it.
+PRODUCER_MAX_BYTES = 1_000_000
+
+
+@dataclass
+class _TooLarge:
+    line_no: int = 0
+    size: int = 0
+
+
 def produce_lines(bootstrap: str, topic: str, lines: Iterable[bytes], partitions: int = 4,
                   extra: dict[str, str] | None = None, level: str = "ERROR",
                   producer_config: dict | None = None) -> tuple[int, dict[str, int]]:
-    """Write every line as one record; return (lines written, expected per-minute counts)."""
-    kafka_io.ensure_topic(kafka_io.admin(bootstrap, extra), topic, partitions)
+    """Write every line as one record; return (lines written, expected per-minute counts).
+
+    A line over the topic's (or the producer's) message size limit stops the load before it is
+    sent: the lines before it are all written (flushed), and the error says which line it was
+    and how to resume after it; nothing after it is written."""
+    adm = kafka_io.wait_for_broker(bootstrap, extra, BROKER_WAIT_S)
+    kafka_io.ensure_topic(adm, topic, partitions)
     conf = kafka_io.client_config(bootstrap, extra, **{
         "linger.ms": 20, "batch.size": 1_000_000, "compression.type": "lz4",
         "enable.idempotence": True,
     })
     conf.update(producer_config or {})
+    topic_max = int(kafka_io.topic_config(adm, topic).get("max.message.bytes", PRODUCER_MAX_BYTES))
+    limit = min(topic_max, int(conf.get("message.max.bytes", PRODUCER_MAX_BYTES)))
+    limit -= RECORD_OVERHEAD
     expected: dict[str, int] = {}
+    too_large = _TooLarge()
 
     def records():
-        for line in lines:
+        for i, line in enumerate(lines, 1):
+            if len(line) > limit:
+                too_large.line_no, too_large.size = i, len(line)
+                return
             p = parse_line(line)
             if isinstance(p, Parsed) and p.level == level:
                 expected[p.minute] = expected.get(p.minute, 0) + 1
             yield line, None, -1
 
     n = deliver_all(Producer(conf), topic, records())
+    if too_large.line_no:
+        raise InputTooLarge(
+            f"line {too_large.line_no} is {too_large.size:,} bytes, over the limit of "
+            f"{limit + RECORD_OVERHEAD:,} (the topic's max.message.bytes and the producer's "
+            f"message.max.bytes); the {n:,} lines before it were written to {topic}, nothing "
+            f"after; to go on after it: tail -n +{too_large.line_no + 1} FILE | logcount "
+            f"produce --file - --topic {topic}", n)
     return n, expected
+
+
+class InputTooLarge(ConfigError):
+    """A line the broker would refuse; `written` lines before it were delivered."""
+
+    def __init__(self, message: str, written: int) -> None:
+        super().__init__(message)
+        self.written = written
 
 
 def run_produce(s: ProduceSettings) -> int:

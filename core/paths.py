@@ -22,3 +22,9 @@ def state_dir() -> Path:
     """The embedded stack's data, logs and pid files."""
     env = os.environ.get("LOGCOUNT_STATE_DIR")
     return Path(env) if env else home() / ".stack"
+
+
+def log_file(command: str) -> Path:
+    """Where a command's JVM and librdkafka output goes unless --verbose."""
+    env = os.environ.get("LOGCOUNT_LOG_DIR")
+    return (Path(env) if env else state_dir() / "logs") / f"logcount-{command}.log"

@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import os
 import re
 import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote, urlparse
 
+from core import redact
 from core.errors import ConfigError
+from core.redact import MASK
 
 __all__ = [
     "DemoSettings",
@@ -40,18 +44,41 @@ EXTRA_ENV = {
     "LOGCOUNT_STATE_DIR": "the embedded stack's data, logs, pids (default: $LOGCOUNT_HOME/.stack)",
     "LOGCOUNT_SPARK_DRIVER_HOST": "address executors use to reach the driver (cluster mode)",
     "LOGCOUNT_SPARK_DRIVER_MEMORY": "spark.driver.memory (default 2g)",
+    "LOGCOUNT_VERBOSE": "1: the Spark JVM's and librdkafka's own output on stderr too (--verbose)",
+    "LOGCOUNT_LOG_DIR": "where that output goes otherwise (default: $LOGCOUNT_STATE_DIR/logs)",
     "LOGCOUNT_CDS": "0: start the Spark driver JVM without set-up's class-data-sharing archive",
     "LOGCOUNT_CRASH_AT": "fault tests only: crash point and batch, e.g. after_produce:2",
     "LOGCOUNT_CRASH_MODE": "fault tests only: exit (default) or stop (SIGSTOP)",
 }
-MASK = "***"
 # Client settings whose values are secrets (sasl.password, ssl.key.password, sasl.jaas.config...).
 _SECRET_KEY = re.compile(r"password|secret|jaas|token|credentials", re.IGNORECASE)
 
 
-def opt(help: str, *, flag: str | None = None, secret: bool = False, metavar: str | None = None):
-    """Field metadata: help text, optional explicit flag, whether the value is a secret."""
-    return {"help": help, "flag": flag, "secret": secret, "metavar": metavar}
+def opt(help: str, *, flag: str | None = None, secret: bool = False, metavar: str | None = None,
+        lo: float | None = None, hi: float | None = None, above: float | None = None):
+    """Field metadata: help text, optional explicit flag, whether the value is a secret, and
+    for numbers their range (`lo`/`hi` inclusive, `above` exclusive), checked where it is read."""
+    return {"help": help, "flag": flag, "secret": secret, "metavar": metavar, "lo": lo,
+            "hi": hi, "above": above}
+
+
+# Ranges shared by many flags.
+PORT = {"lo": 0, "hi": 65535}  # 0: off
+POSITIVE = {"above": 0}  # seconds, sizes
+AT_LEAST_1 = {"lo": 1}
+
+
+def _check_range(f: dataclasses.Field, value: float, source: str) -> None:
+    lo, hi, above = f.metadata.get("lo"), f.metadata.get("hi"), f.metadata.get("above")
+    if ((lo is not None and value < lo) or (hi is not None and value > hi)
+            or (above is not None and value <= above)):
+        if lo is not None and hi is not None:
+            want = f"between {lo:g} and {hi:g}"
+        elif above is not None:
+            want = f"greater than {above:g}"
+        else:
+            want = f"at least {lo:g}" if lo is not None else f"at most {hi:g}"
+        raise ConfigError(f"{source} must be {want}, got {value:g}")
 
 
 @dataclass(frozen=True)
@@ -67,6 +94,7 @@ class MySQLUrl:
     @classmethod
     def parse(cls, url: str) -> MySQLUrl:
         p = urlparse(url)
+        redact.remember(p.password and unquote(p.password), p.password)
         if p.scheme != "mysql" or not p.hostname or not p.path.strip("/") or not p.username:
             raise ConfigError(
                 f"--mysql-url must look like mysql://USER[:PASSWORD]@HOST:PORT/DATABASE, "
@@ -90,7 +118,9 @@ class MySQLUrl:
 
 
 def mask_url(url: str) -> str:
-    return re.sub(r"(//[^:/@]+:)[^@]*@", rf"\g<1>{MASK}@", url)
+    """The URL with its password (if any, user or not) replaced by ***: everything from the
+    user's colon to the last @, so that an unencoded / or @ in a password cannot leak a part."""
+    return re.sub(r"(//[^:/@]*:).*@", rf"\g<1>{MASK}@", url)
 
 
 _UNITS = {"m": 1, "h": 60, "d": 24 * 60}
@@ -146,8 +176,11 @@ class _Settings:
 
     @property
     def kafka_client_config(self) -> dict[str, str]:
-        """Extra librdkafka settings (SASL/SSL, ...) from --kafka-config."""
-        return parse_kafka_config(getattr(self, "kafka_config", ()))
+        """Extra librdkafka settings (SASL/SSL, ...) from --kafka-config; its secrets are
+        remembered so that nothing printed shows them."""
+        conf = parse_kafka_config(getattr(self, "kafka_config", ()))
+        redact.remember(*(v for k, v in conf.items() if _SECRET_KEY.search(k)))
+        return conf
 
 
 _KAFKA = "127.0.0.1:9092"
@@ -182,10 +215,12 @@ class RunSettings(_Settings):
     master: str = field(default="local[*]", metadata=opt("Spark master: local[N] or spark://..."))
     level: str = field(default="ERROR", metadata=opt("the log level to count"))
     trigger_interval: float = field(
-        default=1.0, metadata=opt("seconds to sleep when there is nothing new to read")
+        default=1.0, metadata=opt("seconds to sleep when there is nothing new to read",
+                                 **POSITIVE)
     )
     max_records_per_batch: int = field(
-        default=2_000_000, metadata=opt("cap on input records per batch, spread over partitions")
+        default=2_000_000, metadata=opt("cap on input records per batch, spread over partitions",
+                                       **AT_LEAST_1)
     )
     starting_offsets: Literal["earliest", "latest"] = field(
         default="earliest", metadata=opt("where to start when the group has no committed offset")
@@ -195,20 +230,24 @@ class RunSettings(_Settings):
         metadata=opt("at-least-once: no transaction, offsets committed after (benchmarks, tests)"),
     )
     input_partitions: int = field(
-        default=4, metadata=opt("partitions of the input topic when the stage creates it")
+        default=4, metadata=opt("partitions of the input topic when the stage creates it",
+                                **AT_LEAST_1)
     )
     max_malformed_per_batch: int = field(
         default=50_000,
-        metadata=opt("malformed lines one batch may carry to the DLQ; past it the batch is cut"),
+        metadata=opt("malformed lines one batch may carry to the DLQ; past it the batch is cut",
+                     **AT_LEAST_1),
     )
     startup_timeout: float = field(
-        default=60.0, metadata=opt("seconds to keep retrying an unreachable broker at start")
+        default=60.0, metadata=opt("seconds to keep retrying an unreachable broker at start",
+                                  **POSITIVE)
     )
     metrics_port: int = field(
-        default=9108, metadata=opt("port of /metrics and /healthz (0: off)")
+        default=9108, metadata=opt("port of /metrics and /healthz (0: off)", **PORT)
     )
     health_stall_seconds: float = field(
-        default=300.0, metadata=opt("/healthz fails when no batch commits this long under lag")
+        default=300.0, metadata=opt("/healthz fails when no batch commits this long under lag",
+                                   **POSITIVE)
     )
     lateness_horizon: str | None = field(
         default=None,
@@ -228,12 +267,6 @@ class RunSettings(_Settings):
         return parse_duration_minutes(self.lateness_horizon, "--lateness-horizon")
 
     def validate(self) -> RunSettings:
-        if self.max_records_per_batch < 1:
-            raise ConfigError("--max-records-per-batch must be at least 1")
-        if self.max_malformed_per_batch < 1:
-            raise ConfigError("--max-malformed-per-batch must be at least 1")
-        if self.trigger_interval < 0:
-            raise ConfigError("--trigger-interval must not be negative")
         if not re.fullmatch(r"[A-Za-z]+", self.level):
             raise ConfigError(f"--level must be a word of letters, got {self.level!r}")
         if not (self.master.startswith(("local", "spark://"))):
@@ -256,20 +289,28 @@ class SinkSettings(_Settings):
     mysql_url: str = field(
         default=_MYSQL, metadata=opt("mysql://USER[:PASSWORD]@HOST:PORT/DATABASE")
     )
+    create_database: bool = field(
+        default=False, metadata=opt("create the database of --mysql-url when it is missing "
+                                    "(without it, a missing database is an error: a typo must "
+                                    "not fill an empty database nobody reads)"))
     startup_timeout: float = field(
-        default=60.0, metadata=opt("seconds to keep retrying an unreachable broker at start")
+        default=60.0, metadata=opt("seconds to keep retrying an unreachable broker or MySQL at "
+                                   "start", **POSITIVE)
     )
     metrics_port: int = field(
-        default=9109, metadata=opt("port of /metrics and /healthz (0: off)")
+        default=9109, metadata=opt("port of /metrics and /healthz (0: off)", **PORT)
     )
     health_stall_seconds: float = field(
-        default=300.0, metadata=opt("/healthz fails when nothing is written this long under lag")
+        default=300.0, metadata=opt("/healthz fails when nothing is written this long under lag",
+                                   **POSITIVE)
     )
     kafka_config: tuple[str, ...] = field(default=(), metadata=opt(_KAFKA_CONFIG_HELP))
 
     @property
     def mysql(self) -> MySQLUrl:
-        return MySQLUrl.parse(self.mysql_url)
+        url = MySQLUrl.parse(self.mysql_url)
+        redact.remember(url.password)
+        return url
 
     def validate(self) -> SinkSettings:
         self.mysql  # noqa: B018 - validates the URL
@@ -287,11 +328,11 @@ class ProduceSettings(_Settings):
         default=None, metadata=opt("read lines from this file, '-' for stdin", metavar="PATH")
     )
     synthetic: int | None = field(
-        default=None, metadata=opt("generate N synthetic lines instead", metavar="N")
+        default=None, metadata=opt("generate N synthetic lines instead", metavar="N", lo=0)
     )
     seed: int = field(default=1, metadata=opt("seed of the synthetic generator"))
     partitions: int = field(
-        default=4, metadata=opt("partitions when the topic has to be created")
+        default=4, metadata=opt("partitions when the topic has to be created", **AT_LEAST_1)
     )
     expect: str | None = field(
         default=None, metadata=opt("write the expected per-minute counts (JSON) here",
@@ -303,8 +344,15 @@ class ProduceSettings(_Settings):
     def validate(self) -> ProduceSettings:
         if (self.file is None) == (self.synthetic is None):
             raise ConfigError("produce needs exactly one of --file PATH or --synthetic N")
-        if self.synthetic is not None and self.synthetic < 0:
-            raise ConfigError("--synthetic must not be negative")
+        if self.file not in (None, "-"):
+            path = Path(self.file)
+            if not path.is_file() or not os.access(path, os.R_OK):
+                raise ConfigError(f"--file {self.file}: no such readable file")
+        if self.expect is not None:
+            folder = Path(self.expect).resolve().parent
+            if not folder.is_dir() or not os.access(folder, os.W_OK):
+                raise ConfigError(f"--expect {self.expect}: folder {folder} does not exist or "
+                                  f"is not writable")
         self.kafka_client_config  # noqa: B018
         return self
 
@@ -313,7 +361,7 @@ class ProduceSettings(_Settings):
 class DemoSettings(_Settings):
     """`logcount demo`: everything on the embedded stack, then the table and the verdict."""
 
-    lines: int = field(default=200_000, metadata=opt("synthetic lines to produce"))
+    lines: int = field(default=200_000, metadata=opt("synthetic lines to produce", **AT_LEAST_1))
     seed: int = field(default=7, metadata=opt("seed of the synthetic generator"))
     master: str = field(default="local[*]", metadata=opt("Spark master"))
 
@@ -417,9 +465,14 @@ def _convert(cls: type, f: dataclasses.Field, raw: Any, source: str) -> Any:
         raise ConfigError(f"{source} must be one of {', '.join(choices)}, got {raw!r}")
     if kind in (int, float):
         try:
-            return kind(raw)
+            value = kind(str(raw).strip())
         except ValueError:
-            raise ConfigError(f"{source} must be a number, got {raw!r}") from None
+            what = "a whole number" if kind is int else "a number"
+            raise ConfigError(f"{source} must be {what}, got {raw!r}") from None
+        if not math.isfinite(value):
+            raise ConfigError(f"{source} must be a finite number, got {raw!r}")
+        _check_range(f, value, source)
+        return value
     return raw
 
 

@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 
 from core import settings as st
 from core.errors import ConfigError, LogcountError
+from core.paths import log_file
+from core.redact import MaskSecrets, mask
 
 
 class _Parser(argparse.ArgumentParser):
@@ -70,11 +72,42 @@ def _bench(args: argparse.Namespace) -> int:
     return run_bench(st.from_namespace(st.BenchSettings, args))
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="logcount", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+EXAMPLES = {
+    "logcount": """examples:
+  logcount stack up                      # Kafka on 127.0.0.1:9092, MariaDB on :3306
+  logcount produce --synthetic 100000 --expect expected.json
+  logcount run --once                    # count what is in topic 'logs' into 'error-counts'
+  logcount sink --once                   # carry the totals into MySQL error_log
+  logcount demo                          # all of it, then the table and the verdict""",
+    "stack": "example:\n  logcount stack up --spark-cluster && logcount stack status",
+    "run": """examples:
+  logcount run --once --input-topic logs --output-topic error-counts --group-id logcount
+  logcount run --master spark://127.0.0.1:7077 --lateness-horizon 7d
+  LOGCOUNT_BOOTSTRAP_SERVERS=kafka:9092 logcount run --trigger-interval 0.5""",
+    "sink": """examples:
+  logcount sink --once --mysql-url mysql://root@127.0.0.1:3306/logcount
+  logcount sink --mysql-url 'mysql://app:p%40ss@db:3306/logs' --topic error-counts""",
+    "produce": """examples:
+  logcount produce --file app.log --topic logs
+  zcat app.log.gz | logcount produce --file - --topic logs
+  logcount produce --synthetic 1000000 --seed 3 --expect expected.json""",
+    "demo": "example:\n  logcount demo --lines 1000000",
+    "bench": "example:\n  logcount bench --lines 5000000 --out bench-results",
+}
 
-    p = sub.add_parser("stack", help="the embedded stack: Kafka, MariaDB, optional Spark cluster")
+
+def build_parser() -> argparse.ArgumentParser:
+    fmt = argparse.RawDescriptionHelpFormatter
+    parser = _Parser(prog="logcount", description=__doc__.splitlines()[0],
+                     epilog=EXAMPLES["logcount"], formatter_class=fmt)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--verbose", action="store_true", default=None,
+                        help="also show the Spark JVM's and librdkafka's own output (env "
+                             "LOGCOUNT_VERBOSE; by default it goes to LOGCOUNT_LOG_DIR)")
+
+    p = sub.add_parser("stack", help="the embedded stack: Kafka, MariaDB, optional Spark cluster",
+                       parents=[common], epilog=EXAMPLES["stack"], formatter_class=fmt)
     p.add_argument("action", choices=["up", "down", "status"])
     st.add_arguments(p, st.StackSettings)
     p.set_defaults(handler=_stack)
@@ -87,20 +120,51 @@ def build_parser() -> argparse.ArgumentParser:
         ("bench", "the side-by-side benchmark", st.BenchSettings, _bench),
     ]
     for name, help_text, cls, handler in commands:
-        p = sub.add_parser(name, help=help_text, description=cls.__doc__)
+        p = sub.add_parser(name, help=help_text, description=cls.__doc__, parents=[common],
+                           epilog=EXAMPLES[name], formatter_class=fmt)
         st.add_arguments(p, cls)
         p.set_defaults(handler=handler)
     return parser
 
 
+def _output(command: str, verbose: bool) -> None:
+    """Our log lines (secrets masked) to the terminal. Unless --verbose, everything else that
+    writes to stderr (the Spark JVM, which inherits fd 2, and librdkafka's log lines) goes to a
+    log file instead, so an operator's terminal shows what logcount says and nothing else."""
+    term = os.fdopen(os.dup(2), "w", buffering=1, errors="backslashreplace")
+    handler = logging.StreamHandler(term)
+    handler.addFilter(MaskSecrets())
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
+    chatter = logging.getLogger("librdkafka")
+    # py4j (the Python-JVM bridge) says INFO on every connection it closes.
+    logging.getLogger("py4j").setLevel(logging.DEBUG if verbose else logging.WARNING)
+    if verbose:
+        chatter.setLevel(logging.DEBUG)
+        return
+    path = log_file(command)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(fd, 2)
+    os.close(fd)
+    sys.stderr = term  # Python's own stderr (tracebacks, the progress bar) stays on the terminal
+    to_file = logging.StreamHandler(os.fdopen(os.dup(2), "w", buffering=1,
+                                              errors="backslashreplace"))
+    to_file.addFilter(MaskSecrets())
+    to_file.setFormatter(handler.formatter)
+    chatter.addHandler(to_file)
+    chatter.propagate = False
+    chatter.setLevel(logging.DEBUG)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         args = build_parser().parse_args(argv)
+        verbose = bool(args.verbose) or os.environ.get("LOGCOUNT_VERBOSE", "") not in ("", "0")
+        _output(args.command, verbose)
         return args.handler(args)
     except LogcountError as exc:
-        print(f"logcount: error: {exc}", file=sys.stderr, flush=True)
+        print(f"logcount: error: {mask(str(exc))}", file=sys.stderr, flush=True)
         sys.stdout.flush()
         # Exit now: interpreter teardown would destroy Kafka clients and the Spark gateway,
         # whose own shutdown chatter would bury the one line that says what went wrong.

@@ -36,7 +36,7 @@ from pipeline.crash import CrashPoints
 from pipeline.job import BatchResult, MalformedRef, compute_batch
 from pipeline.lines import REASON_LATE
 from pipeline.offsets import OffsetRange, plan_ranges, resolve_starts
-from pipeline.spark import spark_session
+from pipeline.spark import connector_jars, spark_session
 from pipeline.state import (
     Change,
     StageState,
@@ -146,6 +146,7 @@ class Stage:
         self.state_topic = state_topic_name(s.output_topic)
         self.crash = CrashPoints()
         self.stop = StopFlag()
+        connector_jars()  # missing jars: say so before anything is created in Kafka
         self.admin = kafka_io.wait_for_broker(s.bootstrap_servers, self.extra, s.startup_timeout)
         self.batches = 0
         self.failures = 0

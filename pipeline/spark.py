@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from core.errors import ConfigError, DependencyError
+from core.errors import DependencyError
 from core.paths import jars_dir
 from pipeline.cds import spark_java_options
 
@@ -15,7 +15,8 @@ def connector_jars() -> list[str]:
     d = jars_dir() / "spark-kafka"
     jars = sorted(str(p) for p in Path(d).glob("*.jar"))
     if not jars:
-        raise ConfigError(f"Spark Kafka connector jars missing in {d}: run scripts/setup.sh")
+        raise DependencyError(f"Spark's Kafka connector jars are missing in {d}: run "
+                              f"scripts/setup.sh (or set LOGCOUNT_JARS_DIR)")
     return jars
 
 

@@ -69,3 +69,56 @@ def test_bad_mysql_urls_are_config_errors(url):
 def test_bad_kafka_config_item():
     with pytest.raises(ConfigError, match="KEY=VALUE"):
         _parse(RunSettings, ["--kafka-config", "novalue"])
+
+
+def test_numbers_are_finite_and_in_range_where_they_are_read():
+    from core.settings import RunSettings, SinkSettings, from_namespace
+
+    for env, words in [({"LOGCOUNT_TRIGGER_INTERVAL": "nan"}, "finite"),
+                       ({"LOGCOUNT_METRICS_PORT": "65536"}, "between 0 and 65535"),
+                       ({"LOGCOUNT_HEALTH_STALL_SECONDS": "0"}, "greater than 0"),
+                       ({"LOGCOUNT_INPUT_PARTITIONS": "2.5"}, "whole number")]:
+        with pytest.raises(ConfigError, match=words):
+            from_namespace(RunSettings, env=env)
+    assert from_namespace(SinkSettings, env={"LOGCOUNT_METRICS_PORT": "0"}).metrics_port == 0
+    assert from_namespace(RunSettings, env={"LOGCOUNT_METRICS_PORT": "65535"}).metrics_port \
+        == 65535
+
+
+def test_the_transactional_id_comes_from_the_group_unless_given():
+    from core.settings import RunSettings
+
+    assert RunSettings(group_id="g1").txn_id == "g1-stage"
+    assert RunSettings(group_id="g1", transactional_id="t").txn_id == "t"
+
+
+def test_lateness_horizon_durations():
+    from core.settings import parse_duration_minutes
+
+    assert parse_duration_minutes("90m", "x") == 90
+    assert parse_duration_minutes("6h", "x") == 360 and parse_duration_minutes("7d", "x") == 10080
+    assert parse_duration_minutes(None, "x") is None and parse_duration_minutes("off", "x") is None
+    for bad in ("0m", "5", "1.5h", "-3d", "3w"):
+        with pytest.raises(ConfigError):
+            parse_duration_minutes(bad, "x")
+
+
+def test_passwords_are_masked_whoever_prints_them():
+    from core import redact
+    from core.settings import SinkSettings, mask_url
+
+    assert mask_url("mysql://:Pw1@h/db") == "mysql://:***@h/db"
+    assert mask_url("mysql://u:p/a@s@h:1/db") == "mysql://u:***@h:1/db"
+    s = SinkSettings(mysql_url="mysql://app:p%40ssW0rd@h:3306/db").validate()
+    assert s.mysql.password == "p@ssW0rd", "URL-encoded passwords work decoded"
+    assert "p%40ssW0rd" not in repr(s) and "p@ssW0rd" not in repr(s)
+    assert redact.mask("Access denied (using password p@ssW0rd)") == \
+        "Access denied (using password ***)"
+
+
+def test_every_command_help_has_an_example():
+    from logcount.cli import EXAMPLES, build_parser
+
+    parser = build_parser()
+    assert "example" in parser.format_help()
+    assert set(EXAMPLES) == {"logcount", "stack", "run", "sink", "produce", "demo", "bench"}
