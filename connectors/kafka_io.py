@@ -18,7 +18,8 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec
 
-from core.errors import ConfigError, DependencyError
+from core.client_properties import RDKAFKA_CONSUMER_ONLY
+from core.errors import ConfigError, DependencyError, denied
 
 log = logging.getLogger("logcount.kafka")
 
@@ -38,6 +39,9 @@ def client_config(bootstrap: str, extra: Mapping[str, str] | None = None, **kw: 
     # at shutdown) are noise even in a log file.
     conf: dict = {"bootstrap.servers": bootstrap, "log_level": 4, "logger": RDKAFKA_LOG, **kw}
     conf.update(extra or {})
+    if "group.id" not in conf:  # a producer or admin client: consumer-only keys would warn
+        for key in RDKAFKA_CONSUMER_ONLY:
+            conf.pop(key, None)
     return conf
 
 
@@ -88,13 +92,20 @@ def _hint(reason: str) -> str:
     return ""
 
 
+def _refused(exc: KafkaException, doing: str, resource: str = "") -> Exception:
+    """A KafkaException from an admin or consumer call -> AuthorizationError or DependencyError."""
+    err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+    return denied(err, doing, resource) or DependencyError(
+        f"{doing}: {err.str() if err is not None else exc}")
+
+
 def _wait(futures: Mapping, doing: str, timeout: float = REQUEST_TIMEOUT_S) -> dict:
     out = {}
     for key, fut in futures.items():
         try:
             out[key] = fut.result(timeout=timeout)
         except KafkaException as exc:
-            raise DependencyError(f"{doing}: {exc.args[0].str()}") from exc
+            raise _refused(exc, doing) from exc
         except TimeoutError as exc:
             raise DependencyError(f"{doing}: no answer from Kafka within {timeout:.0f}s") from exc
     return out
@@ -111,7 +122,8 @@ def partitions_of(adm: AdminClient, topic: str) -> list[int] | None:
         if t is not None and t.error.code() not in (
             KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC,
         ):
-            raise DependencyError(f"metadata of {topic}: {t.error.str()}")
+            raise (denied(t.error, f"metadata of {topic}", topic)
+                   or DependencyError(f"metadata of {topic}: {t.error.str()}"))
         return None
     return sorted(t.partitions)
 
@@ -127,7 +139,7 @@ def topic_ids(adm: AdminClient, topics: Iterable[str]) -> dict[str, str | None]:
         except KafkaException as exc:
             if exc.args[0].code() not in (KafkaError.UNKNOWN_TOPIC_OR_PART,
                                           KafkaError._UNKNOWN_TOPIC):
-                raise DependencyError(f"describing topic {name}: {exc.args[0].str()}") from exc
+                raise _refused(exc, f"describing topic {name}", name) from exc
             out[name] = None
         except TimeoutError as exc:
             raise DependencyError(f"describing topic {name}: no answer from Kafka within "
@@ -136,13 +148,15 @@ def topic_ids(adm: AdminClient, topics: Iterable[str]) -> dict[str, str | None]:
 
 
 def ensure_topic(adm: AdminClient, topic: str, partitions: int,
-                 config: Mapping[str, str] | None = None) -> list[int]:
-    """Create `topic` if missing; return its partitions."""
+                 config: Mapping[str, str] | None = None,
+                 replication_factor: int | None = None) -> list[int]:
+    """Create `topic` if missing (replication factor: the cluster's default unless given);
+    return its partitions."""
     existing = partitions_of(adm, topic)
     if existing is not None:
         return existing
     futures = adm.create_topics(
-        [NewTopic(topic, num_partitions=partitions, replication_factor=-1,
+        [NewTopic(topic, num_partitions=partitions, replication_factor=replication_factor or -1,
                   config=dict(config or {}))],
         request_timeout=REQUEST_TIMEOUT_S,
     )
@@ -150,7 +164,7 @@ def ensure_topic(adm: AdminClient, topic: str, partitions: int,
         futures[topic].result(timeout=REQUEST_TIMEOUT_S)
     except KafkaException as exc:
         if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:  # lost a race: fine
-            raise DependencyError(f"creating topic {topic}: {exc.args[0].str()}") from exc
+            raise _refused(exc, f"creating topic {topic}", topic) from exc
     # Metadata can lag creation: a loaded broker (the docker demo's, a cluster electing leaders)
     # took over 5 s to show a new topic's partitions. Wait as long as a metadata request may
     # take, twice over, then say so.
@@ -209,7 +223,7 @@ def committed_offsets(consumer: Consumer, topic: str, partitions: Iterable[int])
     try:
         got = consumer.committed(tps, timeout=REQUEST_TIMEOUT_S)
     except KafkaException as exc:
-        raise DependencyError(f"reading committed offsets: {exc.args[0].str()}") from exc
+        raise _refused(exc, "reading the group's committed offsets") from exc
     return {tp.partition: tp.offset for tp in got if tp.offset >= 0}
 
 

@@ -8,7 +8,8 @@
         ├── RetriableKafkaError   retriable(): call the same operation again
         ├── AbortableKafkaError   txn_requires_abort(): abort, re-plan, redo the batch
         └── FatalKafkaError       fatal(): this producer is dead               -> exit 1
-            └── FencedError       a newer instance owns the transactional.id   -> exit 1
+            ├── FencedError       a newer instance owns the transactional.id   -> exit 1
+            └── AuthorizationError  the cluster denied us (ACLs, credentials)  -> exit 1
 
 `classify()` maps a confluent_kafka.KafkaException onto the KafkaClientError branch.
 """
@@ -19,6 +20,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 __all__ = [
     "AbortableKafkaError",
+    "AuthorizationError",
     "ConfigError",
     "DependencyError",
     "FatalKafkaError",
@@ -28,6 +30,7 @@ __all__ = [
     "RetriableKafkaError",
     "StackError",
     "classify",
+    "denied",
 ]
 
 
@@ -77,6 +80,33 @@ class FencedError(FatalKafkaError):
     """Another instance with the same transactional.id has started: we are the zombie."""
 
 
+class AuthorizationError(FatalKafkaError):
+    """The cluster refused us: a missing ACL or bad credentials. Waiting does not help: exit."""
+
+
+# Denials by ACL, and failed logins: the same request would be refused again, so they are never
+# retried nor turned into an aborted batch that is then re-planned in a loop.
+_DENIED = {
+    KafkaError.TOPIC_AUTHORIZATION_FAILED: "topic",
+    KafkaError.GROUP_AUTHORIZATION_FAILED: "group",
+    KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: "transactional id",
+    KafkaError.CLUSTER_AUTHORIZATION_FAILED: "cluster",
+    KafkaError.SASL_AUTHENTICATION_FAILED: "login",
+    KafkaError._AUTHENTICATION: "login",
+}
+
+
+def denied(err: KafkaError | None, doing: str, resource: str = "") -> AuthorizationError | None:
+    """An AuthorizationError naming what was denied, if `err` is a denial; else None."""
+    if err is None or err.code() not in _DENIED:
+        return None
+    kind = _DENIED[err.code()]
+    what = f"{kind} {resource}".strip() if kind != "login" else "the login (user or password)"
+    hint = ("check the client's user and password" if kind == "login" else
+            "grant the ACLs listed in docs/deploy.md to the client's principal")
+    return AuthorizationError(f"{doing}: not authorized: {what} ({err.str()}); {hint}", err)
+
+
 _FENCED_CODES = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
 
 
@@ -98,6 +128,9 @@ def classify(exc: KafkaException, doing: str) -> KafkaClientError:
             f"transaction.timeout.ms; restart to resume from the committed offsets",
             err,
         )
+    refused = denied(err, doing)
+    if refused is not None:
+        return refused
     if err.fatal():
         return FatalKafkaError(text, err)
     if err.txn_requires_abort():

@@ -8,9 +8,12 @@ librdkafka's and Spark's errors that we pass on.
 from __future__ import annotations
 
 import logging
+import re
 from urllib.parse import quote
 
 MASK = "***"
+# Client settings whose values are secrets (sasl.password, ssl.key.password, sasl.jaas.config...).
+SECRET_KEY = re.compile(r"password|secret|jaas|token|credentials", re.IGNORECASE)
 # Shorter values would mask ordinary words ("a", "no"); a secret that short is no secret anyway.
 MIN_LEN = 3
 _secrets: set[str] = set()

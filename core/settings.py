@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import math
 import os
 import re
@@ -21,8 +22,9 @@ from typing import Any, Literal
 from urllib.parse import unquote, urlparse
 
 from core import redact
+from core.client_properties import ClientProperties, load_client_properties
 from core.errors import ConfigError
-from core.redact import MASK
+from core.redact import MASK, SECRET_KEY
 
 __all__ = [
     "DemoSettings",
@@ -50,8 +52,6 @@ EXTRA_ENV = {
     "LOGCOUNT_CRASH_AT": "fault tests only: crash point and batch, e.g. after_produce:2",
     "LOGCOUNT_CRASH_MODE": "fault tests only: exit (default) or stop (SIGSTOP)",
 }
-# Client settings whose values are secrets (sasl.password, ssl.key.password, sasl.jaas.config...).
-_SECRET_KEY = re.compile(r"password|secret|jaas|token|credentials", re.IGNORECASE)
 
 
 def opt(help: str, *, flag: str | None = None, secret: bool = False, metavar: str | None = None,
@@ -151,7 +151,7 @@ def parse_kafka_config(items: tuple[str, ...]) -> dict[str, str]:
 
 def _masked_config(items: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(
-        f"{k}={MASK}" if _SECRET_KEY.search(k) else f"{k}={v}"
+        f"{k}={MASK}" if SECRET_KEY.search(k) else f"{k}={v}"
         for k, v in (i.partition("=")[::2] for i in items)
     )
 
@@ -174,19 +174,50 @@ class _Settings:
 
     __str__ = __repr__
 
+    @functools.cached_property
+    def client_properties(self) -> ClientProperties | None:
+        """The --client-config file, read and translated once; its secrets remembered."""
+        path = getattr(self, "client_config", None)
+        if not path:
+            return None
+        props = load_client_properties(path)
+        redact.remember(*props.secrets)
+        return props
+
     @property
     def kafka_client_config(self) -> dict[str, str]:
-        """Extra librdkafka settings (SASL/SSL, ...) from --kafka-config; its secrets are
-        remembered so that nothing printed shows them."""
-        conf = parse_kafka_config(getattr(self, "kafka_config", ()))
-        redact.remember(*(v for k, v in conf.items() if _SECRET_KEY.search(k)))
+        """librdkafka settings for the driver's and the sink's clients: the --client-config
+        file's translation, then --kafka-config (librdkafka's own keys) on top. Secrets are
+        remembered so that nothing printed shows them. bootstrap.servers is the settings' own
+        (flag, env, then the file's)."""
+        props = self.client_properties
+        conf = dict(props.rdkafka) if props else {}
+        extra = parse_kafka_config(getattr(self, "kafka_config", ()))
+        redact.remember(*(v for k, v in extra.items() if SECRET_KEY.search(k)))
+        conf.update(extra)
+        conf.pop("bootstrap.servers", None)
         return conf
+
+    @property
+    def spark_kafka_options(self) -> dict[str, str]:
+        """The --client-config file, verbatim, for Spark's executors (Java client)."""
+        props = self.client_properties
+        opts = dict(props.spark_kafka_options) if props else {}
+        opts.pop("bootstrap.servers", None)
+        return opts
 
 
 _KAFKA = "127.0.0.1:9092"
 _MYSQL = "mysql://root@127.0.0.1:3306/logcount"
 _KAFKA_CONFIG_HELP = (
-    "extra Kafka client setting KEY=VALUE, repeatable (SASL/SSL...); env: comma-separated"
+    "a librdkafka setting KEY=VALUE for the driver's and the sink's clients, on top of "
+    "--client-config; repeatable; env: comma-separated"
+)
+_CLIENT_CONFIG_HELP = (
+    "a Java Kafka client properties file (the one kafka-console-consumer --consumer.config "
+    "takes: security.protocol, sasl.jaas.config, ssl.truststore.*...) for every Kafka client: "
+    "verbatim for Spark's executors, translated for librdkafka; its bootstrap.servers applies "
+    "when no flag or env gives one"
 )
 
 
@@ -249,12 +280,18 @@ class RunSettings(_Settings):
         default=300.0, metadata=opt("/healthz fails when no batch commits this long under lag",
                                    **POSITIVE)
     )
+    replication_factor: int | None = field(
+        default=None, metadata=opt("replication factor of the topics the stage creates "
+                                   "(default: the cluster's default.replication.factor)",
+                                   metavar="N", lo=1))
     lateness_horizon: str | None = field(
         default=None,
         metadata=opt("count lines at most this far behind the newest minute counted (e.g. 90m, "
                      "6h, 7d); older lines go to the DLQ as 'late' and their minutes leave "
                      "memory (default: off, every line counts)", metavar="DURATION"),
     )
+    client_config: str | None = field(
+        default=None, metadata=opt(_CLIENT_CONFIG_HELP, metavar="PATH"))
     kafka_config: tuple[str, ...] = field(default=(), metadata=opt(_KAFKA_CONFIG_HELP))
 
     @property
@@ -273,7 +310,7 @@ class RunSettings(_Settings):
             raise ConfigError(f"--master must be local[...] or spark://..., got {self.master!r}")
         if len({self.input_topic, self.output_topic, self.dlq_topic}) != 3:
             raise ConfigError("--input-topic, --output-topic and --dlq-topic must differ")
-        self.kafka_client_config  # noqa: B018 - validates KEY=VALUE items
+        self.kafka_client_config  # noqa: B018 - validates KEY=VALUE items and --client-config
         self.horizon_minutes  # noqa: B018 - validates the duration
         return self
 
@@ -304,6 +341,8 @@ class SinkSettings(_Settings):
         default=300.0, metadata=opt("/healthz fails when nothing is written this long under lag",
                                    **POSITIVE)
     )
+    client_config: str | None = field(
+        default=None, metadata=opt(_CLIENT_CONFIG_HELP, metavar="PATH"))
     kafka_config: tuple[str, ...] = field(default=(), metadata=opt(_KAFKA_CONFIG_HELP))
 
     @property
@@ -339,6 +378,8 @@ class ProduceSettings(_Settings):
                                    metavar="PATH")
     )
     level: str = field(default="ERROR", metadata=opt("the level the expectation counts"))
+    client_config: str | None = field(
+        default=None, metadata=opt(_CLIENT_CONFIG_HELP, metavar="PATH"))
     kafka_config: tuple[str, ...] = field(default=(), metadata=opt(_KAFKA_CONFIG_HELP))
 
     def validate(self) -> ProduceSettings:
@@ -488,6 +529,11 @@ def from_namespace(cls: type, ns: argparse.Namespace | None = None,
             raw, source = env[_env(f)], _env(f)
         if raw is not None:
             values[f.name] = _convert(cls, f, raw, source)
+    if values.get("client_config") and "bootstrap_servers" not in values:
+        # The properties file's bootstrap.servers applies when no flag or env gives one.
+        found = load_client_properties(values["client_config"]).bootstrap_servers
+        if found:
+            values["bootstrap_servers"] = found
     settings = cls(**values)
     validate = getattr(settings, "validate", None)
     return validate() if validate else settings

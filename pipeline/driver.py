@@ -28,7 +28,12 @@ from confluent_kafka.admin import OffsetSpec
 
 from connectors import kafka_io, state_topic
 from connectors.transactional_sink import AtLeastOnceSink, OutRecord, TransactionalSink
-from core.errors import AbortableKafkaError, DependencyError, FatalKafkaError
+from core.errors import (
+    AbortableKafkaError,
+    AuthorizationError,
+    DependencyError,
+    FatalKafkaError,
+)
 from core.metrics import Health, StageMetrics, serve
 from core.progress import Progress
 from core.settings import RunSettings
@@ -142,7 +147,10 @@ class _Tally:
 class Stage:
     def __init__(self, s: RunSettings) -> None:
         self.s = s
-        self.extra = s.kafka_client_config
+        self.extra = s.kafka_client_config  # librdkafka: the driver's clients
+        # The Java client of Spark's executors: the --client-config file verbatim, and a
+        # group-id prefix under the stage's group, so that one prefixed group ACL covers it.
+        self.spark_options = {**s.spark_kafka_options, "groupIdPrefix": f"{s.group_id}-spark"}
         self.state_topic = state_topic_name(s.output_topic)
         self.crash = CrashPoints()
         self.stop = StopFlag()
@@ -162,14 +170,14 @@ class Stage:
     # -- start-up ------------------------------------------------------------------------------
     def ensure_topics(self) -> None:
         """Create what is missing; refuse an output or state topic that deletes by time."""
-        s, adm = self.s, self.admin
-        kafka_io.ensure_topic(adm, s.input_topic, s.input_partitions)
+        s, adm, rf = self.s, self.admin, self.s.replication_factor
+        kafka_io.ensure_topic(adm, s.input_topic, s.input_partitions, None, rf)
         parts = len(kafka_io.partitions_of(adm, s.input_topic) or [1])
-        kafka_io.ensure_topic(adm, s.output_topic, parts, {"cleanup.policy": "compact"})
+        kafka_io.ensure_topic(adm, s.output_topic, parts, {"cleanup.policy": "compact"}, rf)
         kafka_io.require_compacted(adm, s.output_topic)
-        kafka_io.ensure_topic(adm, self.state_topic, 1, state_topic.STATE_TOPIC_CONFIG)
+        kafka_io.ensure_topic(adm, self.state_topic, 1, state_topic.STATE_TOPIC_CONFIG, rf)
         kafka_io.require_compacted(adm, self.state_topic, "state")
-        kafka_io.ensure_topic(adm, s.dlq_topic, parts, {"retention.ms": DLQ_RETENTION_MS})
+        kafka_io.ensure_topic(adm, s.dlq_topic, parts, {"retention.ms": DLQ_RETENTION_MS}, rf)
 
     def group_consumer(self) -> Consumer:
         """A consumer that never subscribes: it reads the group's committed offsets and lends its
@@ -303,9 +311,13 @@ class Stage:
         late = self.state.late_before()
         try:
             return compute_batch(spark, s.bootstrap_servers, s.input_topic, plan.ranges, s.level,
-                                 self.extra, s.max_malformed_per_batch,
+                                 self.spark_options, s.max_malformed_per_batch,
                                  None if late is None else minute_text(late)[:16])
         except Exception as exc:  # noqa: BLE001 - Spark/py4j errors have no common base
+            denial = _spark_denial(str(exc))
+            if denial:  # the executors were refused: no retry makes that pass
+                raise AuthorizationError(f"the Spark job's Kafka reads: not authorized: "
+                                         f"{denial}; grant the ACLs in docs/deploy.md") from exc
             raise _Retry("the Spark job", exc) from exc
 
     def publish(self, sink, consumer: Consumer, result: BatchResult, change: Change) -> None:
@@ -405,6 +417,16 @@ class Stage:
                 server.shutdown()
         self.closing_line()
         return 0
+
+
+def _spark_denial(text: str) -> str | None:
+    """The Java client's authorization exception in a Spark error, as one line, if any."""
+    for line in text.splitlines():
+        for name in ("TopicAuthorizationException", "GroupAuthorizationException",
+                     "SaslAuthenticationException", "ClusterAuthorizationException"):
+            if name in line:
+                return line.strip()[line.strip().find(name):][:300]
+    return None
 
 
 def _now_minute() -> int:

@@ -8,7 +8,7 @@ import os
 import pytest
 from confluent_kafka import Producer
 
-from connectors.client_properties import (
+from core.client_properties import (
     DROP_SAFE,
     LOGCOUNT_OWNED,
     ClientProperties,

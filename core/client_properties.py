@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import ConfigError
-from core.redact import MASK
-from core.settings import _SECRET_KEY  # the same secret keys as --kafka-config masks
+from core.redact import MASK, SECRET_KEY  # the same secret keys as --kafka-config masks
 
 __all__ = [
     "DROP_SAFE",
@@ -126,7 +125,7 @@ _PEM_KEYS = frozenset({
 
 def is_secret_key(key: str) -> bool:
     """Whether a Java or librdkafka key holds a secret (masked in repr and logs)."""
-    return bool(_SECRET_KEY.search(key)) or key in _PEM_KEYS
+    return bool(SECRET_KEY.search(key)) or key in _PEM_KEYS
 
 
 def _masked(props: Mapping[str, str]) -> dict[str, str]:
@@ -706,7 +705,7 @@ def secret_values(java: Mapping[str, str]) -> list[str]:
                 _, options = _parse_jaas(value.strip())
             except ConfigError:
                 continue  # unparsable: the whole value above is all we can mask
-            found += [v for name, v in options.items() if _SECRET_KEY.search(name)]
+            found += [v for name, v in options.items() if SECRET_KEY.search(name)]
     return _unique(v for v in found if v)
 
 
