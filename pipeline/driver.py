@@ -41,7 +41,7 @@ from pipeline.crash import CrashPoints
 from pipeline.job import BatchResult, MalformedRef, compute_batch
 from pipeline.lines import REASON_LATE
 from pipeline.offsets import OffsetRange, plan_ranges, resolve_starts
-from pipeline.spark import connector_jars, spark_session
+from pipeline.spark import connector_jars, spark_session, under_spark_submit
 from pipeline.state import (
     Change,
     StageState,
@@ -154,7 +154,8 @@ class Stage:
         self.state_topic = state_topic_name(s.output_topic)
         self.crash = CrashPoints()
         self.stop = StopFlag()
-        connector_jars()  # missing jars: say so before anything is created in Kafka
+        if not under_spark_submit():  # spark-submit brings its own jars (or --packages)
+            connector_jars()  # missing jars: say so before anything is created in Kafka
         self.admin = kafka_io.wait_for_broker(s.bootstrap_servers, self.extra, s.startup_timeout)
         self.batches = 0
         self.failures = 0
@@ -218,7 +219,8 @@ class Stage:
     def start_spark(self):
         t0 = time.monotonic()
         spark = spark_session(self.s.master)
-        log.info("Spark session on %s ready in %.1fs", self.s.master, time.monotonic() - t0)
+        log.info("Spark session on %s ready in %.1fs%s", spark.sparkContext.master,
+                 time.monotonic() - t0, " (from spark-submit)" if under_spark_submit() else "")
         return spark
 
     def start(self):

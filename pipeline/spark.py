@@ -20,31 +20,46 @@ def connector_jars() -> list[str]:
     return jars
 
 
-def spark_session(master: str, app_name: str = "logcount", java_options: str | None = None):
-    """One session per stage process (it takes seconds to start; batches reuse it).
+# Settings of every batch's SQL, applied to our own session and to one spark-submit gave us.
+SQL_CONF = {
+    # Minutes are text cut from the line, never converted between zones; UTC keeps any
+    # timestamp function free of daylight-saving gaps.
+    "spark.sql.session.timeZone": "UTC",
+    # What a batch shuffles is already aggregated (minutes x partitions, plus the bounded
+    # malformed refs): one reduce task holds it, and each extra task is per-batch overhead.
+    "spark.sql.shuffle.partitions": "1",
+    # Adaptive execution re-plans between stages to fix skew and partition counts; our plan's
+    # shape never changes and its shuffles are tiny, so it only adds latency to every batch
+    # (0.5 s -> 0.3 s for a small batch on 2 cores, measured with bench's latency run).
+    "spark.sql.adaptive.enabled": "false",
+}
+KAFKA_PACKAGE = "org.apache.spark:spark-sql-kafka-0-10_2.13"
 
-    `java_options` are the driver JVM's; by default those of set-up's CDS archive, if any.
-    """
+
+def under_spark_submit() -> bool:
+    """True when spark-submit (or a pyspark shell) started this Python process: its JVM is
+    already running with the master, jars and memory the user gave, and it says where."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def spark_session(master: str, app_name: str = "logcount", java_options: str | None = None):
+    """The stage's session: spark-submit's when it started us, else our own (it takes seconds
+    to start; batches reuse it). `java_options` are our own driver JVM's; by default those of
+    set-up's CDS archive, if any."""
     from pyspark.sql import SparkSession
 
+    if under_spark_submit():
+        return _submitted_session(SparkSession, app_name)
     os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
     builder = (
         SparkSession.builder.master(master).appName(app_name)
         .config("spark.jars", ",".join(connector_jars()))
-        # Minutes are text cut from the line, never converted between zones; UTC keeps any
-        # timestamp function free of daylight-saving gaps.
-        .config("spark.sql.session.timeZone", "UTC")
-        # What a batch shuffles is already aggregated (minutes x partitions, plus the bounded
-        # malformed refs): one reduce task holds it, and each extra task is per-batch overhead.
-        .config("spark.sql.shuffle.partitions", "1")
-        # Adaptive execution re-plans between stages to fix skew and partition counts; our
-        # plan's shape never changes and its shuffles are tiny, so it only adds latency to every
-        # batch (0.5 s -> 0.3 s for a small batch on 2 cores, measured with bench's latency run).
-        .config("spark.sql.adaptive.enabled", "false")
         .config("spark.ui.enabled", "false")
         .config("spark.driver.memory", os.environ.get("LOGCOUNT_SPARK_DRIVER_MEMORY", "2g"))
         .config("spark.ui.showConsoleProgress", "false")
     )
+    for key, value in SQL_CONF.items():
+        builder = builder.config(key, value)
     if java_options is None:
         java_options = spark_java_options()  # the class-data-sharing archive, when set-up made one
     if java_options:
@@ -58,6 +73,28 @@ def spark_session(master: str, app_name: str = "logcount", java_options: str | N
         spark = builder.getOrCreate()
     except Exception as exc:  # py4j / JVM start failures
         raise DependencyError(f"Spark session on {master} could not start: {exc}") from exc
+    return _quiet(spark)
+
+
+def _submitted_session(session_class, app_name: str):
+    """The session spark-submit configured (master, jars or --packages, memory): only the SQL
+    settings of our plan are ours. A missing Kafka connector is one line, not a failing job."""
+    spark = session_class.builder.appName(app_name).getOrCreate()
+    for key, value in SQL_CONF.items():
+        spark.conf.set(key, value)
+    jvm = spark.sparkContext._jvm
+    try:
+        jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource(
+            "kafka", spark._jsparkSession.sessionState().conf())
+    except Exception as exc:  # noqa: BLE001 - py4j wraps the JVM's ClassNotFound
+        raise DependencyError(
+            f"Spark's Kafka connector is not on spark-submit's classpath: pass --packages "
+            f"{KAFKA_PACKAGE}:{spark.version} or --jars with the jars in "
+            f"{jars_dir() / 'spark-kafka'}") from exc
+    return _quiet(spark)
+
+
+def _quiet(spark):
     spark.sparkContext.setLogLevel("WARN")
     # The executors' Kafka clients log every refused reconnect while a broker restarts; the
     # driver logs the failed batch once, which is what an operator needs.

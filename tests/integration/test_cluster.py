@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import urllib.request
+from pathlib import Path
 
 import pytest
 
 from connectors import stack
-from tests.helpers import cli, sink_args, stage_args
+from core.paths import jars_dir
+from tests.helpers import ROOT, cli, sink_args, stage_args
 from tests.integration.input_builder import build_input
 from tests.integration.test_stage import assert_exact
 
@@ -49,3 +54,42 @@ def test_stage_on_a_standalone_cluster_is_exact(endpoints, names, mysql_db, spar
     done = [a for a in _master_state().get("completedapps", []) if a["id"] not in apps_before]
     assert len(done) == 1 and done[0]["name"] == "logcount", "the job must have run on the cluster"
     assert done[0]["cores"] == 2, "both workers' cores must have served the job"
+
+
+def spark_submit(master: str, *args: str, jars: bool = True) -> subprocess.CompletedProcess:
+    """The stage as a Spark application: `spark-submit ... logcount/__main__.py run ...`, as
+    docs/deploy.md shows it."""
+    connector = ",".join(str(p) for p in sorted((jars_dir() / "spark-kafka").glob("*.jar")))
+    python = sys.executable
+    cmd = [str(Path(python).parent / "spark-submit"), "--master", master,
+           "--conf", "spark.driver.host=127.0.0.1",
+           *(["--jars", connector] if jars else []),
+           str(ROOT / "logcount" / "__main__.py"), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT,
+                          env={**os.environ, "PYSPARK_PYTHON": python,
+                               "PYSPARK_DRIVER_PYTHON": python})
+
+
+def test_spark_submit_runs_the_stage_on_the_cluster_exactly(endpoints, names, mysql_db,
+                                                           spark_cluster):
+    apps_before = {a["id"] for a in _master_state().get("completedapps", [])}
+    inp = build_input(endpoints.bootstrap, names.topic("in"), names.txn_id + "-producer")
+    # spark-submit's master and jars win: --master local[2] from stage_args is ignored.
+    proc = spark_submit(spark_cluster, *stage_args(endpoints, names, "--once",
+                                                   "--max-records-per-batch", "900"))
+    out = proc.stdout + proc.stderr  # spark-submit passes the Python driver's stderr on stdout
+    assert proc.returncode == 0, out[-4000:]
+    assert "(from spark-submit)" in out and "batch 2 committed" in out
+    cli(*sink_args(endpoints, names, mysql_db, "--once"))
+    assert_exact(endpoints, names, inp, mysql_db)
+    done = [a for a in _master_state().get("completedapps", []) if a["id"] not in apps_before]
+    assert len(done) == 1 and done[0]["name"] == "logcount"
+
+
+def test_spark_submit_without_the_connector_is_one_line(endpoints, names, spark_cluster):
+    proc = spark_submit(spark_cluster, *stage_args(endpoints, names, "--once"), jars=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out[-3000:]
+    errors = [ln for ln in out.splitlines() if ln.startswith("logcount: error:")]
+    assert len(errors) == 1 and "--packages org.apache.spark:spark-sql-kafka" in errors[0], out
+    assert "Traceback" not in out
