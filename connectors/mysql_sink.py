@@ -97,6 +97,7 @@ _NO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"
 _TRANSIENT = {2003, 2006, 2013, 2055, 1205, 1213, 1040, 1053, 1927}
 _ACCESS_DENIED = {1044, 1045, 1698}
 _UNKNOWN_DB = 1049
+_TLS_FAILED = 2026  # CR_SSL_CONNECTION_ERROR: TLS required (--mysql-tls-ca) but not possible
 # Why these: MySQL restarts take seconds; 0.5 s first retry, doubling to 10 s, keeps a restart
 # cheap to ride out without hammering a struggling server.
 BACKOFF_FIRST_S = 0.5
@@ -145,19 +146,22 @@ class MySQLStore:
     """The sink's MySQL side: one connection, reconnecting with backoff on transient errors."""
 
     def __init__(self, url: MySQLUrl, stop: threading.Event | None = None,
-                 create_database: bool = False) -> None:
+                 create_database: bool = False, tls_ca: str | None = None) -> None:
         self.url = url
         self.conn: pymysql.connections.Connection | None = None
         self.stop = stop or threading.Event()
         self.create_database = create_database
+        self.tls_ca = tls_ca
 
     def _connect(self) -> pymysql.connections.Connection:
         u = self.url
         kw = dict(host=u.host, port=u.port, user=u.user, password=u.password,
                   connect_timeout=5, read_timeout=30, write_timeout=30, autocommit=False,
                   charset="utf8mb4")
+        if self.tls_ca:
+            kw.update(ssl_ca=self.tls_ca, ssl_verify_cert=True, ssl_verify_identity=True)
         try:
-            return pymysql.connect(database=u.database, **kw)
+            return self._require_tls(pymysql.connect(database=u.database, **kw))
         except pymysql.err.OperationalError as exc:
             if exc.args[0] != _UNKNOWN_DB:
                 raise
@@ -166,10 +170,24 @@ class MySQLStore:
                 raise DependencyError(
                     f"MySQL database {u.database} does not exist on {u.host}:{u.port}; create "
                     f"it (CREATE DATABASE {u.database}) or pass --create-database") from None
-        conn = pymysql.connect(**kw)  # asked to: create it, then use it
+        conn = self._require_tls(pymysql.connect(**kw))  # asked to: create it, then use it
         with conn.cursor() as cur:
             cur.execute(f"CREATE DATABASE IF NOT EXISTS `{u.database}`")
             cur.execute(f"USE `{u.database}`")
+        return conn
+
+    def _require_tls(self, conn: pymysql.connections.Connection):
+        """With --mysql-tls-ca, a server that does not offer TLS is refused: PyMySQL would
+        otherwise carry on in plain text without a word."""
+        if self.tls_ca:
+            with conn.cursor() as cur:
+                cur.execute("SHOW SESSION STATUS LIKE 'Ssl_cipher'")
+                row = cur.fetchone()
+            if not row or not row[1]:
+                conn.close()
+                raise DependencyError(f"MySQL at {self.url.host}:{self.url.port}: TLS failed: "
+                                      f"the server does not speak TLS, and --mysql-tls-ca "
+                                      f"requires it")
         return conn
 
     def with_retry(self, doing: str, fn, deadline: float | None = None):
@@ -186,6 +204,11 @@ class MySQLStore:
             except pymysql.err.MySQLError as exc:
                 code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
                 self._drop()
+                text = str(exc.args[-1]) if exc.args else str(exc)
+                if code == _TLS_FAILED or "CERTIFICATE_VERIFY_FAILED" in text:
+                    # An untrusted certificate or a server without TLS stays so: no retry.
+                    raise DependencyError(f"MySQL at {self.url.host}:{self.url.port}: TLS "
+                                          f"failed: {text}") from exc
                 if code in _ACCESS_DENIED:
                     raise DependencyError(f"MySQL {self.url!r} refused us: {exc.args[-1]}") from exc
                 if code not in _TRANSIENT and not isinstance(exc, pymysql.err.InterfaceError):
@@ -312,7 +335,7 @@ class Sink:
     def __init__(self, s: SinkSettings) -> None:
         self.s = s
         self.stop = threading.Event()
-        self.store = MySQLStore(s.mysql, self.stop, s.create_database)
+        self.store = MySQLStore(s.mysql, self.stop, s.create_database, s.mysql_tls_ca)
         self.assigned: set[int] = set()
         self.at_eof: set[int] = set()
         self.applied = 0

@@ -326,6 +326,9 @@ class SinkSettings(_Settings):
     mysql_url: str = field(
         default=_MYSQL, metadata=opt("mysql://USER[:PASSWORD]@HOST:PORT/DATABASE")
     )
+    mysql_tls_ca: str | None = field(
+        default=None, metadata=opt("require TLS to MySQL, its certificate verified against this "
+                                   "CA (PEM) and its host name", metavar="PATH"))
     create_database: bool = field(
         default=False, metadata=opt("create the database of --mysql-url when it is missing "
                                     "(without it, a missing database is an error: a typo must "
@@ -353,6 +356,8 @@ class SinkSettings(_Settings):
 
     def validate(self) -> SinkSettings:
         self.mysql  # noqa: B018 - validates the URL
+        if self.mysql_tls_ca is not None and not Path(self.mysql_tls_ca).is_file():
+            raise ConfigError(f"--mysql-tls-ca {self.mysql_tls_ca}: no such file")
         self.kafka_client_config  # noqa: B018
         return self
 
