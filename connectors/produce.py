@@ -12,7 +12,7 @@ from pathlib import Path
 from confluent_kafka import KafkaException, Producer
 
 from connectors import kafka_io
-from core.errors import ConfigError, DependencyError
+from core.errors import AuthorizationError, ConfigError, DependencyError
 from core.settings import ProduceSettings
 from pipeline.lines import Parsed, parse_line
 from pipeline.synthetic import synthetic_lines
@@ -102,7 +102,11 @@ def produce_lines(bootstrap: str, topic: str, lines: Iterable[bytes], partitions
         "enable.idempotence": True,
     })
     conf.update(producer_config or {})
-    topic_max = int(kafka_io.topic_config(adm, topic).get("max.message.bytes", PRODUCER_MAX_BYTES))
+    try:
+        topic_max = int(kafka_io.topic_config(adm, topic).get("max.message.bytes",
+                                                               PRODUCER_MAX_BYTES))
+    except AuthorizationError:  # a loader may lack DescribeConfigs: the producer's limit holds
+        topic_max = PRODUCER_MAX_BYTES
     limit = min(topic_max, int(conf.get("message.max.bytes", PRODUCER_MAX_BYTES)))
     limit -= RECORD_OVERHEAD
     expected: dict[str, int] = {}
