@@ -128,6 +128,23 @@ def partitions_of(adm: AdminClient, topic: str) -> list[int] | None:
     return sorted(t.partitions)
 
 
+def existing_topic_ids(adm: AdminClient, topics: Iterable[str]) -> dict[str, str]:
+    """The ids of topics that exist (just created, say): a broker that does not know one yet is
+    asked again, for as long as a metadata request may take. An id is part of the stage's state,
+    so a missing one must never be taken for "no topic"."""
+    names = list(topics)
+    deadline = time.monotonic() + REQUEST_TIMEOUT_S
+    while True:
+        ids = topic_ids(adm, names)
+        missing = [t for t, i in ids.items() if i is None]
+        if not missing:
+            return {t: i for t, i in ids.items() if i is not None}
+        if time.monotonic() > deadline:
+            raise DependencyError(f"topic {missing[0]} exists but no broker gave its id within "
+                                  f"{REQUEST_TIMEOUT_S:.0f}s")
+        time.sleep(0.2)
+
+
 def topic_ids(adm: AdminClient, topics: Iterable[str]) -> dict[str, str | None]:
     """Each topic's id (a recreated topic gets a new one), or None where it does not exist."""
     names = list(topics)
@@ -179,9 +196,24 @@ def ensure_topic(adm: AdminClient, topic: str, partitions: int,
 
 
 def topic_config(adm: AdminClient, topic: str) -> dict[str, str]:
+    """The topic's configuration. On a cluster, a topic created a moment ago may not be known
+    yet to the broker that answers (seen with 3 brokers): that answer is asked again, for as long
+    as a metadata request may take."""
     res = ConfigResource(ConfigResource.Type.TOPIC, topic)
-    got = _wait(adm.describe_configs([res]), f"describing topic {topic}")
-    return {k: v.value for k, v in got[res].items()}
+    deadline = time.monotonic() + REQUEST_TIMEOUT_S
+    while True:
+        try:
+            got = adm.describe_configs([res])[res].result(timeout=REQUEST_TIMEOUT_S)
+            return {k: v.value for k, v in got.items()}
+        except KafkaException as exc:
+            unknown = exc.args[0].code() in (KafkaError.UNKNOWN_TOPIC_OR_PART,
+                                             KafkaError._UNKNOWN_TOPIC)
+            if not unknown or time.monotonic() > deadline:
+                raise _refused(exc, f"describing topic {topic}", topic) from exc
+            time.sleep(0.2)
+        except TimeoutError as exc:
+            raise DependencyError(f"describing topic {topic}: no answer from Kafka within "
+                                  f"{REQUEST_TIMEOUT_S:.0f}s") from exc
 
 
 def require_compacted(adm: AdminClient, topic: str, role: str = "output") -> None:

@@ -197,9 +197,9 @@ class Stage:
                                        f"{s.group_id}-state-reader")
         progress, hours = decode_records(table, self.state_topic)
         parts = kafka_io.partitions_of(adm, s.input_topic) or []
-        ids = kafka_io.topic_ids(adm, [s.input_topic, s.output_topic])
+        ids = kafka_io.existing_topic_ids(adm, [s.input_topic, s.output_topic])
         facts = StartFacts(
-            input_topic_id=ids[s.input_topic] or "", output_topic_id=ids[s.output_topic] or "",
+            input_topic_id=ids[s.input_topic], output_topic_id=ids[s.output_topic],
             earliest=kafka_io.list_offsets(adm, s.input_topic, parts, OffsetSpec.earliest()),
             latest=kafka_io.list_offsets(adm, s.input_topic, parts, OffsetSpec.latest()),
             group=kafka_io.committed_offsets(consumer, s.input_topic, parts))
