@@ -255,6 +255,13 @@ def committed_offsets(consumer: Consumer, topic: str, partitions: Iterable[int])
     try:
         got = consumer.committed(tps, timeout=REQUEST_TIMEOUT_S)
     except KafkaException as exc:
+        if exc.args[0].code() == KafkaError._TIMED_OUT:
+            # Seen on Kafka 4.3: without DESCRIBE on the group, OffsetFetch is not refused but
+            # never answered, so say what it may be.
+            raise DependencyError(
+                f"reading the group's committed offsets: no answer in {REQUEST_TIMEOUT_S:.0f}s "
+                f"(the group coordinator is unreachable, or the principal lacks DESCRIBE on "
+                f"the group)") from exc
         raise _refused(exc, "reading the group's committed offsets") from exc
     return {tp.partition: tp.offset for tp in got if tp.offset >= 0}
 

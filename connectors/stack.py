@@ -287,7 +287,12 @@ def _kafka_cluster_id() -> str:
     """A KRaft cluster id: 16 random bytes, base64url without padding (as kafka-storage makes)."""
     import base64
 
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        # The storage tool's argument parser takes an id starting with '-' for an option (one
+        # random id in 64): draw again.
+        if not cid.startswith("-"):
+            return cid
 
 
 def _mariadbd() -> str:

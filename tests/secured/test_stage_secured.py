@@ -1,0 +1,341 @@
+"""The stage and the sink on the secured 3-broker cluster, each with its own user, one Java
+client properties file each, and exactly the ACLs of docs/deploy.md.
+
+The kill test runs stage and sink continuously while a writer adds plain records and committed
+and aborted transactions; it SIGKILLs the broker coordinating the stage's transactional id, then
+the one coordinating its group, restarting each. A fresh read_committed reader then recomputes
+the expectation with the independent parser (tests/reference.py): 0 lost, 0 duplicated."""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import AclOperation, NewTopic, OffsetSpec, ResourceType
+
+from connectors import kafka_io
+from connectors.mysql_sink import read_table
+from pipeline.synthetic import synthetic_lines
+from tests.helpers import cli, sink_offsets, start_cli, wait_for
+from tests.reference import reference_parse
+from tests.secured.cluster import allow
+
+pytestmark = pytest.mark.secured
+
+R, W, D, DC, C = (AclOperation.READ, AclOperation.WRITE, AclOperation.DESCRIBE,
+                  AclOperation.DESCRIBE_CONFIGS, AclOperation.CREATE)
+T, G, X = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.TRANSACTIONAL_ID
+
+
+def stage_acls(user: str, names) -> list:
+    """docs/deploy.md's table for the stage, nothing more."""
+    return [allow(user, T, names.topic("in"), op) for op in (R, D)] \
+        + [allow(user, T, names.topic("out"), op, prefixed=True) for op in (R, W, D, DC, C)] \
+        + [allow(user, T, names.topic("dlq"), op) for op in (W, D, C)] \
+        + [allow(user, G, names.group, op, prefixed=True) for op in (R, D)] \
+        + [allow(user, X, names.group, op, prefixed=True) for op in (W, D)]
+
+
+def sink_acls(user: str, names) -> list:
+    return [allow(user, T, names.topic("out"), op) for op in (R, D)] \
+        + [allow(user, G, names.group + "-sink", op) for op in (R, D)]
+
+
+class Users:
+    def __init__(self, cluster, names, tmp_path: Path) -> None:
+        self.cluster, self.names, self.tmp = cluster, names, tmp_path
+        tag = names.prefix[-8:]
+        self.stage, self.sink = f"stage-{tag}", f"sink-{tag}"
+        self.password = f"Pw-{tag}-secret"
+        for user in (self.stage, self.sink):
+            cluster.add_user(user, self.password)
+
+    def properties(self, user: str, password: str | None = None, ca: Path | None = None) -> str:
+        path = self.tmp / f"{user}-{password or 'ok'}.properties"
+        self.cluster.write_java_properties(path, user, password or self.password, ca=ca)
+        return str(path)
+
+
+@pytest.fixture
+def users(secured_cluster, names, tmp_path):
+    u = Users(secured_cluster, names, tmp_path)
+    adm = secured_cluster.admin()
+    adm.create_topics([NewTopic(names.topic("in"), 4)])[names.topic("in")].result(30)
+    return u
+
+
+def stage_cmd(names, props: str, *extra: str) -> list[str]:
+    # No --bootstrap-servers: the properties file's bootstrap.servers applies.
+    return ["run", "--client-config", props, "--input-topic", names.topic("in"),
+            "--output-topic", names.topic("out"), "--dlq-topic", names.topic("dlq"),
+            "--group-id", names.group, "--master", "local[2]", "--metrics-port", "0", *extra]
+
+
+def sink_cmd(names, props: str, url, *extra: str) -> list[str]:
+    pw = f":{url.password}" if url.password else ""
+    return ["sink", "--client-config", props, "--topic", names.topic("out"),
+            "--group-id", names.group + "-sink", "--metrics-port", "0",
+            "--mysql-url", f"mysql://{url.user}{pw}@{url.host}:{url.port}/{url.database}",
+            *extra]
+
+
+# -- reading the cluster as admin ------------------------------------------------------------
+
+
+def ends(conf: dict, topic: str, committed_only: bool = True) -> dict[int, int]:
+    adm = kafka_io.admin(conf["bootstrap.servers"], conf)
+    parts = kafka_io.partitions_of(adm, topic) or []
+    return kafka_io.list_offsets(adm, topic, parts, OffsetSpec.latest(), committed_only)
+
+
+def read_all(conf: dict, topic: str, committed_only: bool = True) -> list:
+    todo = {p for p, e in ends(conf, topic, committed_only).items() if e > 0}
+    c = Consumer({**conf, "group.id": f"checker-{time.time_ns()}", "enable.auto.commit": False,
+                  "enable.partition.eof": True, "isolation.level":
+                  "read_committed" if committed_only else "read_uncommitted"})
+    out = []
+    try:
+        c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in todo])
+        deadline = time.monotonic() + 120
+        while todo and time.monotonic() < deadline:
+            for m in c.consume(1000, 0.5):
+                if m.error():
+                    if m.error().code() == KafkaError._PARTITION_EOF:
+                        todo.discard(m.partition())
+                    continue
+                out.append(m)
+        assert not todo, f"did not reach the end of {topic}"
+    finally:
+        c.close()
+    return out
+
+
+def group_offsets(conf: dict, group: str, topic: str) -> dict[int, int]:
+    adm = kafka_io.admin(conf["bootstrap.servers"], conf)
+    parts = kafka_io.partitions_of(adm, topic) or []
+    c = Consumer({**conf, "group.id": group})
+    try:
+        return kafka_io.committed_offsets(c, topic, parts)
+    finally:
+        c.close()
+
+
+class Writer(threading.Thread):
+    """Plain records and committed and aborted transactions into the input, until told to
+    stop; rides out broker kills (acks=all, min ISR 2 of 3)."""
+
+    def __init__(self, conf: dict, topic: str, txn_id: str) -> None:
+        super().__init__(daemon=True)
+        self.conf, self.topic, self.txn_id = conf, topic, txn_id
+        self.stop = threading.Event()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self._run()
+        except BaseException as exc:  # noqa: BLE001 - reported to the test
+            self.error = exc
+
+    def _txn_producer(self) -> Producer:
+        p = Producer({**self.conf, "transactional.id": self.txn_id,
+                      "transaction.timeout.ms": 60_000})
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                p.init_transactions(30)
+                return p
+            except KafkaException:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(1)
+
+    def _run(self) -> None:
+        rng = random.Random(5)
+        lines = synthetic_lines(10_000_000, 5, malformed_ratio=0.01)
+        plain = Producer({**self.conf, "enable.idempotence": True, "linger.ms": 20,
+                          "message.timeout.ms": 300_000})
+        txn = self._txn_producer()
+        while not self.stop.is_set():
+            batch = [next(lines) for _ in range(400)]
+            kind = rng.choice(("plain", "plain", "commit", "abort"))
+            if kind == "plain":
+                for v in batch:
+                    self._produce(plain, v, rng)
+                plain.poll(0)
+            else:
+                txn = self._transaction(txn, batch, rng, commit=kind == "commit")
+            time.sleep(0.2)
+        assert plain.flush(300) == 0
+
+    def _produce(self, p: Producer, v: bytes, rng: random.Random) -> None:
+        while True:
+            try:
+                p.produce(self.topic, v, partition=rng.randrange(4))
+                return
+            except BufferError:
+                p.poll(0.1)
+
+    def _transaction(self, txn: Producer, batch, rng, commit: bool) -> Producer:
+        """One transaction; a broker kill under it aborts it (or replaces the producer, whose
+        init_transactions aborts what is open): whatever committed is what the checker counts."""
+        try:
+            txn.begin_transaction()
+            for v in batch:
+                self._produce(txn, v, rng)
+            if commit:
+                txn.commit_transaction(120)
+            else:  # flushed first: an abort purges what is still queued, and the aborted
+                txn.flush(120)  # records must be in the log for the test to mean anything
+                txn.abort_transaction(120)
+            return txn
+        except KafkaException as exc:
+            if exc.args[0].txn_requires_abort():
+                try:
+                    txn.abort_transaction(120)
+                    return txn
+                except KafkaException:
+                    pass
+            return self._txn_producer()
+
+
+def expectation(conf: dict, topic: str) -> tuple[Counter, set, int]:
+    committed = read_all(conf, topic)
+    everything = read_all(conf, topic, committed_only=False)
+    expected: Counter = Counter()
+    malformed = set()
+    for m in committed:
+        parsed = reference_parse(m.value() or b"")
+        if parsed is None:
+            malformed.add((m.partition(), m.offset()))
+        elif parsed[1] == "ERROR":
+            expected[parsed[0]] += 1
+    return expected, malformed, len(everything) - len(committed)
+
+
+def test_coordinator_kills_under_a_continuous_run_are_exact(secured_cluster, users, names,
+                                                           mysql_db, tmp_path):
+    cluster, admin = secured_cluster, secured_cluster.admin_conf()
+    cluster.add_acls(stage_acls(users.stage, names) + sink_acls(users.sink, names))
+    t0 = time.monotonic()
+    writer = Writer(admin, names.topic("in"), names.txn_id + "-writer")
+    writer.start()
+    stage = start_cli(*stage_cmd(names, users.properties(users.stage), "--trigger-interval",
+                                 "0.5", "--max-records-per-batch", "4000"),
+                      log_path=tmp_path / "stage.log")
+    sink = start_cli(*sink_cmd(names, users.properties(users.sink), mysql_db),
+                     log_path=tmp_path / "sink.log")
+    log = tmp_path / "stage.log"
+    try:
+        wait_for(lambda: "batch 2 committed" in log.read_text(), 240, what="the first batches")
+        txn_id = names.group + "-stage"
+        for kind, coordinator in (("transaction", cluster.transaction_coordinator),
+                                  ("group", cluster.group_coordinator)):
+            key = txn_id if kind == "transaction" else names.group
+            node = coordinator(key)
+            committed = log.read_text().count(" committed: ")
+            cluster.kill_broker(node)
+            # A real failover: the controller fences the dead broker (broker.session.timeout.ms,
+            # 9 s) and another one takes the coordinator's partition over; the writer, stage and
+            # sink run on against two brokers meanwhile.
+            wait_for(lambda k=key, n=node, c=coordinator: c(k) != n, 60,
+                     what=f"the {kind} coordinator to move off broker {node}")
+            time.sleep(3)
+            assert writer.error is None, writer.error
+            cluster.start_broker(node)
+            cluster.wait_healthy()
+            wait_for(lambda n=committed: log.read_text().count(" committed: ") > n + 1, 240,
+                     what=f"commits after the {kind} coordinator (broker {node}) came back")
+            assert stage.poll() is None, f"stage died:\n{log.read_text()[-3000:]}"
+        writer.stop.set()
+        writer.join(300)
+        assert writer.error is None, writer.error
+        in_ends = ends(admin, names.topic("in"))
+        wait_for(lambda: group_offsets(admin, names.group, names.topic("in")) == in_ends, 300,
+                 what="the stage to drain the input")
+        out_ends = {p: e for p, e in ends(admin, names.topic("out")).items() if e > 0}
+        wait_for(lambda: sink_offsets(mysql_db, names) == out_ends, 180,
+                 what="the sink to drain the output")
+    finally:
+        writer.stop.set()
+        for proc in (stage, sink):
+            proc.send_signal(signal.SIGTERM)
+        codes = [p.wait(120) for p in (stage, sink)]
+    assert codes == [0, 0], (log.read_text()[-3000:], (tmp_path / "sink.log").read_text()[-2000:])
+    expected, malformed, aborted = expectation(admin, names.topic("in"))
+    assert aborted > 0 and sum(expected.values()) > 1000, "the input holds what it claims"
+    out = read_all(admin, names.topic("out"))
+    history: dict[str, list[int]] = {}
+    for m in sorted(out, key=lambda m: (m.partition(), m.offset())):
+        v = json.loads(m.value())
+        history.setdefault(v["log_time"], []).append(v["log_count"])
+    assert all(v == sorted(v) for v in history.values()), "a total went down"
+    assert {k: v[-1] for k, v in history.items()} == dict(expected), "output topic"
+    assert read_table(mysql_db) == dict(expected), "MySQL error_log"
+    dlq = [json.loads(m.value()) for m in read_all(admin, names.topic("dlq"))]
+    assert sorted((d["partition"], d["offset"]) for d in dlq) == sorted(malformed), "DLQ"
+    print(f"\nsecured coordinator kills: {sum(expected.values())} ERROR lines in "
+          f"{len(expected)} minutes, {aborted} aborted records, "
+          f"{time.monotonic() - t0:.0f}s; lost 0, duplicated 0")
+
+
+def one_line(proc, *secrets: str) -> str:
+    out = proc.stdout + proc.stderr
+    lines = [ln for ln in out.splitlines() if ln.strip()]
+    # At most: the settings line, the state line, the Spark-ready line, the error.
+    assert "Traceback" not in out and len(lines) <= 4, out
+    assert lines[-1].startswith("logcount: error: "), out
+    for s in secrets:
+        assert s not in out, f"secret printed: {out}"
+    return lines[-1]
+
+
+@pytest.mark.parametrize("missing", ["all", "transactional-id", "input-read"])
+def test_a_missing_acl_is_one_line_naming_what_was_denied(secured_cluster, users, names,
+                                                         missing):
+    acls = stage_acls(users.stage, names)
+    if missing == "all":
+        acls, words = [], f"not authorized: topic {names.topic('in')}"
+    elif missing == "transactional-id":
+        acls, words = [a for a in acls if a.restype != X], "not authorized: transactional id"
+    else:  # the first request that needs it: the fresh start's offsets commit
+        acls = [a for a in acls if not (a.name == names.topic("in") and a.operation == R)]
+        words = "send_offsets_to_transaction: not authorized: topic"
+    if acls:
+        secured_cluster.add_acls(acls)
+    t0 = time.monotonic()
+    proc = cli(*stage_cmd(names, users.properties(users.stage), "--once"), check=False,
+               timeout=300)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    line = one_line(proc, users.password)
+    assert words in line, line
+    assert time.monotonic() - t0 < 90, "a denial must not be retried"
+
+
+@pytest.mark.parametrize("case", ["wrong-password", "untrusted-ca"])
+def test_a_wrong_password_or_an_untrusted_ca_is_one_line(secured_cluster, users, names, case):
+    secured_cluster.add_acls(stage_acls(users.stage, names))
+    if case == "wrong-password":
+        props, words = users.properties(users.stage, "Not-The-Pw-42"), "Authentication"
+    else:
+        props = users.properties(users.stage, ca=secured_cluster.untrusted_ca)
+        words = "certificate verify failed"
+    t0 = time.monotonic()
+    proc = cli(*stage_cmd(names, props, "--once"), check=False, timeout=120)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    line = one_line(proc, users.password, "Not-The-Pw-42")
+    assert words in line, line
+    assert time.monotonic() - t0 < 30, "a login failure must not wait out the start-up timeout"
