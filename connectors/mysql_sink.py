@@ -218,7 +218,11 @@ class MySQLStore:
                 if deadline is not None and time.monotonic() + delay > deadline:
                     raise DependencyError(f"MySQL at {self.url.host}:{self.url.port} "
                                           f"unreachable ({doing}): {exc.args[-1]}") from exc
-                log.warning("MySQL %s failed (%s); retrying in %.1fs", doing, exc, delay)
+                if deadline is None:  # running: every outage is worth a line
+                    log.warning("MySQL %s failed (%s); retrying in %.1fs", doing, exc, delay)
+                elif delay == BACKOFF_FIRST_S:  # at start: one line, then the verdict
+                    log.info("waiting for MySQL at %s:%d (%s), up to %.0fs", self.url.host,
+                             self.url.port, text, deadline - time.monotonic())
                 self.stop.wait(delay)
                 delay = min(delay * 2, BACKOFF_MAX_S)
 

@@ -141,7 +141,7 @@ def test_mysql_down_is_one_line_within_the_startup_timeout(endpoints, names, mys
                           "--topic", names.topic("out"), "--mysql-url", url,
                           "--startup-timeout", "4", "--metrics-port", "0")
     assert code == 1, out
-    assert "unreachable" in one_clear_line(out, 6)
+    assert "unreachable" in one_clear_line(out, 3)
     assert took < 40
 
 
