@@ -22,9 +22,9 @@ from typing import Any, Literal
 from urllib.parse import unquote, urlparse
 
 from core import redact
-from core.client_properties import ClientProperties, load_client_properties
+from core.client_properties import ClientProperties, is_secret_key, load_client_properties
 from core.errors import ConfigError
-from core.redact import MASK, SECRET_KEY
+from core.redact import MASK
 
 __all__ = [
     "DemoSettings",
@@ -132,26 +132,37 @@ def parse_duration_minutes(text: str | None, source: str) -> int | None:
     if text is None or text.strip().lower() in ("", "off"):
         return None
     m = re.fullmatch(r"\s*(\d+)\s*([mhd])\s*", text.lower())
-    if not m or int(m.group(1)) < 1:
+    # At most 100 years: beyond that every minute a line can name is inside it anyway.
+    if not m or not 1 <= int(m.group(1)) * _UNITS[m.group(2)] <= 100 * 366 * 24 * 60:
         raise ConfigError(f"{source} takes a whole number of minutes, hours or days such as "
-                          f"90m, 6h or 7d (or 'off'), got {text!r}")
+                          f"90m, 6h or 7d, up to 100 years (or 'off'), got {text!r}")
     return int(m.group(1)) * _UNITS[m.group(2)]
+
+
+@functools.lru_cache(maxsize=8)
+def _load_client_properties(path: str) -> ClientProperties:
+    """Read once per process: the file is consulted for bootstrap.servers and again for its
+    clients, and its INFO/DEBUG lines about dropped keys should say so once."""
+    return load_client_properties(path)
 
 
 def parse_kafka_config(items: tuple[str, ...]) -> dict[str, str]:
     """`("security.protocol=SASL_SSL", ...)` -> dict; a bad item is a ConfigError."""
     out: dict[str, str] = {}
-    for item in items:
+    for n, item in enumerate(items, 1):
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise ConfigError(f"--kafka-config takes KEY=VALUE, got {item!r}")
+            # The item itself is not echoed: it may be the tail of a password.
+            raise ConfigError(f"--kafka-config item {n} of {len(items)} is not KEY=VALUE "
+                              f"(in LOGCOUNT_KAFKA_CONFIG, items are separated by newlines, or "
+                              f"by commas when there is no newline)")
         out[key.strip()] = value
     return out
 
 
 def _masked_config(items: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(
-        f"{k}={MASK}" if SECRET_KEY.search(k) else f"{k}={v}"
+        f"{k}={MASK}" if is_secret_key(k) else f"{k}={v}"
         for k, v in (i.partition("=")[::2] for i in items)
     )
 
@@ -180,7 +191,7 @@ class _Settings:
         path = getattr(self, "client_config", None)
         if not path:
             return None
-        props = load_client_properties(path)
+        props = _load_client_properties(path)
         redact.remember(*props.secrets)
         return props
 
@@ -193,7 +204,7 @@ class _Settings:
         props = self.client_properties
         conf = dict(props.rdkafka) if props else {}
         extra = parse_kafka_config(getattr(self, "kafka_config", ()))
-        redact.remember(*(v for k, v in extra.items() if SECRET_KEY.search(k)))
+        redact.remember(*(v for k, v in extra.items() if is_secret_key(k)))
         conf.update(extra)
         conf.pop("bootstrap.servers", None)
         return conf
@@ -505,7 +516,11 @@ def _convert(cls: type, f: dataclasses.Field, raw: Any, source: str) -> Any:
             return False
         raise ConfigError(f"{source} must be true or false, got {raw!r}")
     if kind is tuple:
-        items = raw if isinstance(raw, list) else [s for s in str(raw).split(",") if s.strip()]
+        # From the environment: one item a line, so a value may hold commas (a password);
+        # a single line is split on commas, the short form for simple settings.
+        text = str(raw)
+        parts = text.splitlines() if "\n" in text else text.split(",")
+        items = raw if isinstance(raw, list) else [p for p in parts if p.strip()]
         return tuple(items)
     if choices and raw not in choices:
         raise ConfigError(f"{source} must be one of {', '.join(choices)}, got {raw!r}")
@@ -536,7 +551,7 @@ def from_namespace(cls: type, ns: argparse.Namespace | None = None,
             values[f.name] = _convert(cls, f, raw, source)
     if values.get("client_config") and "bootstrap_servers" not in values:
         # The properties file's bootstrap.servers applies when no flag or env gives one.
-        found = load_client_properties(values["client_config"]).bootstrap_servers
+        found = _load_client_properties(values["client_config"]).bootstrap_servers
         if found:
             values["bootstrap_servers"] = found
     settings = cls(**values)

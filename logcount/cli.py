@@ -143,8 +143,15 @@ def _output(command: str, verbose: bool) -> None:
         chatter.setLevel(logging.DEBUG)
         return
     path = log_file(command)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    except OSError as exc:  # a read-only install: the chatter stays on the terminal
+        logging.getLogger("logcount").warning(
+            "cannot write %s (%s); the Spark JVM's and librdkafka's output stays on stderr "
+            "(set LOGCOUNT_LOG_DIR to a writable folder)", path, exc.strerror)
+        chatter.setLevel(logging.WARNING)
+        return
     os.dup2(fd, 2)
     os.close(fd)
     sys.stderr = term  # Python's own stderr (tracebacks, the progress bar) stays on the terminal

@@ -46,6 +46,7 @@ from pipeline.state import (
     Change,
     StageState,
     StartFacts,
+    StateRefused,
     Wanted,
     check_start,
     decode_records,
@@ -68,6 +69,10 @@ MAX_CONSECUTIVE_FAILURES = 20
 # start-up chatter comes before our one error line). A session starts in 3-10 s; past this the
 # error is printed anyway.
 SPARK_START_WAIT_S = 60.0
+# How often a running stage asks whether its input or output topic was recreated under it: one
+# DescribeTopics per 30 s is nothing, and a batch planned meanwhile is caught by the offset check
+# (a recreated log is behind the state) or by this one before the next.
+TOPIC_ID_CHECK_S = 30.0
 
 
 class StopFlag:
@@ -163,6 +168,7 @@ class Stage:
         self.health = Health(s.health_stall_seconds)
         self.tally = _Tally()
         self.limit: dict[int, int] | None = None  # --once: the ends readable at start
+        self.ids_checked_at = time.monotonic()  # start_state has just read them
         self.progress: Progress | None = None
         self.state: StageState
         self.commit_due = False  # set by start_state: commit before the first batch
@@ -289,6 +295,7 @@ class Stage:
             stable = kafka_io.list_offsets(self.admin, s.input_topic, parts, OffsetSpec.latest())
         except DependencyError as exc:
             raise _Retry("planning", exc) from exc
+        self.check_topics_still_ours(stable)
         if self.limit is not None:  # --once: only what was readable when the command started
             stable = {p: min(off, self.limit.get(p, 0)) for p, off in stable.items()}
         starts = resolve_starts(self.state.offsets, earliest, stable)
@@ -307,6 +314,34 @@ class Stage:
         if ranges and self.tally.first_plan is None:
             self.tally.first_plan = time.monotonic()
         return Plan(ranges, starts, bool(moved) or self.commit_due)
+
+    def check_topics_still_ours(self, stable: dict[int, int]) -> None:
+        """While running, what the start check would refuse: an input whose log fell behind the
+        state (recreated or truncated; the stage would idle, then count the new log from the
+        old offsets), and, every TOPIC_ID_CHECK_S, input or output topic ids that changed."""
+        state, s = self.state, self.s
+        behind = {p: o for p, o in state.offsets.items() if stable.get(p, -1) < o}
+        if behind:
+            detail = ", ".join(f"p{p} state {o} > end {stable.get(p, 'none')}"
+                               for p, o in sorted(behind.items()))
+            raise StateRefused(f"input topic {s.input_topic} fell behind the state while the "
+                               f"stage ran ({detail}): it was recreated or truncated; nothing "
+                               f"more is published")
+        if time.monotonic() - self.ids_checked_at < TOPIC_ID_CHECK_S:
+            return
+        self.ids_checked_at = time.monotonic()
+        try:
+            ids = kafka_io.existing_topic_ids(self.admin, [s.input_topic, s.output_topic])
+        except DependencyError as exc:  # a topic gone (being recreated) or a broker away
+            raise _Retry("checking the topic ids", exc) from exc
+        known = {s.input_topic: state.identity.input_topic_id,
+                 s.output_topic: state.identity.output_topic_id}
+        changed = [t for t, i in ids.items() if i != known[t]]
+        if changed:
+            raise StateRefused(f"topic {changed[0]} was recreated while the stage ran (id "
+                               f"{known[changed[0]]} in the state, {ids[changed[0]]} now); "
+                               f"nothing more is published: restart, and the start check "
+                               f"decides (recount or refuse)")
 
     def compute(self, spark, plan: Plan) -> BatchResult:
         s = self.s

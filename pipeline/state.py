@@ -49,8 +49,9 @@ FORMAT = 1
 STATE_SUFFIX = "-state"
 PROGRESS_KEY = b"progress"
 # Timestamps carry no zone, so a line may be up to a day "ahead" of the UTC wall clock and still
-# be honest. A minute beyond now + this never advances the watermark: one bogus future
-# timestamp (year 2099) cannot make every other line late.
+# be honest. A minute beyond now + this never advances the watermark, and no minute moves it
+# past the wall clock: one bogus future timestamp (year 2099, or tomorrow) cannot make every
+# other line late.
 FUTURE_SLACK_MINUTES = 24 * 60
 
 
@@ -77,6 +78,9 @@ class ProgressRecord:
     identity: Identity
     offsets: dict[int, int]  # input partition -> position the totals include (exclusive)
     watermark: int | None = None  # minute index, see FUTURE_SLACK_MINUTES
+    # Minutes before this were evicted (--lateness-horizon): closed for good, whatever a later
+    # start's horizon says, since their totals are no longer known.
+    closed_before: int | None = None
 
     def encode(self) -> bytes:
         i = self.identity
@@ -85,6 +89,8 @@ class ProgressRecord:
             "output_topic": i.output_topic, "output_topic_id": i.output_topic_id,
             "level": i.level, "offsets": {str(p): o for p, o in sorted(self.offsets.items())},
             "watermark": None if self.watermark is None else minute_text(self.watermark),
+            "closed_before": (None if self.closed_before is None
+                              else minute_text(self.closed_before)),
         }, separators=(",", ":")).encode()
 
     @classmethod
@@ -98,9 +104,10 @@ class ProgressRecord:
             raise ValueError(f"progress record has format {got!r}; this logcount reads {FORMAT}")
         ident = Identity(v["input_topic"], v["input_topic_id"], v["output_topic"],
                          v["output_topic_id"], v["level"])
-        wm = v.get("watermark")
+        wm, closed = v.get("watermark"), v.get("closed_before")
         return cls(ident, {int(p): int(o) for p, o in v["offsets"].items()},
-                   None if wm is None else minute_index(wm))
+                   None if wm is None else minute_index(wm),
+                   None if closed is None else minute_index(closed))
 
 
 def decode_records(records: Mapping[bytes, bytes], topic: str
@@ -211,6 +218,8 @@ def check_start(progress: ProgressRecord | None, hours: Mapping[int, bytes], fac
                     f"input topic {want.input_topic} is behind the state ({detail}): it was "
                     f"recreated or truncated; use a new --output-topic (and group) to count it")
     if progress is None:
+        # Hour records without a progress record (it was deleted): stale, never to be loaded.
+        tombstones = sorted(set(tombstones) | {hour_key(h) for h in hours})
         return _fresh_or_recount(ident, facts, want, warnings, tombstones, read_before)
 
     offsets = dict(progress.offsets)
@@ -240,7 +249,7 @@ def check_start(progress: ProgressRecord | None, hours: Mapping[int, bytes], fac
                 f"the group back to the state's offsets (kafka-consumer-groups --reset-offsets "
                 f"--to-offset) or delete them (--delete-offsets: the stage then re-commits its "
                 f"own), or use a new --output-topic to recount")
-        missing = {p: o for p, o in offsets.items() if p not in facts.group}
+        missing = {p: o for p, o in offsets.items() if p not in facts.group and p not in new}
         if missing:
             warnings.append(
                 f"the group has no committed offsets for {_partitions(missing)} (expired after "
@@ -250,8 +259,14 @@ def check_start(progress: ProgressRecord | None, hours: Mapping[int, bytes], fac
     else:
         # at-least-once replays from the group's offsets: the weaker mode's documented cost.
         offsets.update({p: g for p, g in facts.group.items() if p in offsets})
-    state = StageState(ident, offsets, Totals.from_hours(hours.items()), progress.watermark,
-                       want.horizon_minutes)
+    try:
+        totals = Totals.from_hours(hours.items())
+    except ValueError as exc:
+        raise StateRefused(f"state topic of {want.output_topic} holds a damaged totals record "
+                           f"({exc}); restore the state topic, or recount into a new "
+                           f"--output-topic") from None
+    state = StageState(ident, offsets, totals, progress.watermark, want.horizon_minutes,
+                       progress.closed_before)
     return Start(state, warnings, must_commit, tombstones)
 
 
@@ -298,41 +313,45 @@ class Change:
     watermark: int | None
     evict_before: int | None  # hours wholly before this minute leave memory and the state topic
     state_records: list[tuple[bytes, bytes | None]]  # (key, value or None for a tombstone)
+    closed_before: int | None = None
 
 
 class StageState:
     """The state in memory. `change()` is pure; `advance()` applies a committed change."""
 
     def __init__(self, identity: Identity, offsets: Mapping[int, int], totals: Totals,
-                 watermark: int | None = None, horizon_minutes: int | None = None) -> None:
+                 watermark: int | None = None, horizon_minutes: int | None = None,
+                 closed_before: int | None = None) -> None:
         self.identity = identity
         self.offsets = dict(offsets)
         self.totals = totals
         self.watermark = watermark
         self.horizon_minutes = horizon_minutes
+        self.closed_before = closed_before
 
     def late_before(self) -> int | None:
-        return late_before(self.watermark, self.horizon_minutes)
-
-    def progress(self, offsets: Mapping[int, int] | None = None,
-                 watermark: int | None = None) -> ProgressRecord:
-        return ProgressRecord(self.identity, dict(self.offsets if offsets is None else offsets),
-                              self.watermark if watermark is None else watermark)
+        """The first minute a line may count for: the horizon's, and never before the minutes
+        an earlier eviction closed (a wider or removed horizon cannot reopen them)."""
+        bounds = [b for b in (late_before(self.watermark, self.horizon_minutes),
+                              self.closed_before) if b is not None]
+        return max(bounds) if bounds else None
 
     def change(self, ranges: Sequence[OffsetRange], counts: Mapping[str, int],
                now_minute: int, starts: Mapping[int, int] | None = None,
                extra_records: Sequence[tuple[bytes, bytes | None]] = ()) -> Change:
         """The batch's effect: new totals of the minutes it touched, offsets at the ranges' ends
         (`starts`, where given, for partitions the batch did not read: moved or new ones),
-        the watermark moved by the minutes it counted (never past now + FUTURE_SLACK_MINUTES),
+        the watermark moved by the minutes it counted (never past the wall clock, and not at all
+        by a minute beyond now + FUTURE_SLACK_MINUTES),
         hours that fell behind the horizon evicted, and the state records that say all this."""
         by_minute = {minute_index(m): n for m, n in counts.items() if n}
         updates = self.totals.merged(by_minute)
         offsets = {**self.offsets, **(starts or {}), **{r.partition: r.end for r in ranges}}
         honest = [m for m in by_minute if m <= now_minute + FUTURE_SLACK_MINUTES]
         watermark = self.watermark
-        if honest and (watermark is None or max(honest) > watermark):
-            watermark = max(honest)
+        if honest:  # never past the wall clock: a line a few hours ahead cannot close the present
+            newest = min(max(honest), now_minute)
+            watermark = newest if watermark is None else max(watermark, newest)
         evict = late_before(watermark, self.horizon_minutes)
         gone: set[int] = set()
         if evict is not None:  # whole hours behind the horizon, held or touched by this batch
@@ -343,14 +362,18 @@ class StageState:
         records += [(hour_key(h), encode_hour(contents[h]))
                     for h in sorted(contents) if h not in gone]
         records += [(hour_key(h), None) for h in sorted(gone)]
-        progress = ProgressRecord(self.identity, offsets, watermark)
+        closed = self.closed_before
+        if gone:
+            closed = max(closed or 0, max(gone) * 60 + 60)
+        progress = ProgressRecord(self.identity, offsets, watermark, closed)
         records.append((PROGRESS_KEY, progress.encode()))
-        return Change(updates, offsets, watermark, evict if gone else None, records)
+        return Change(updates, offsets, watermark, evict if gone else None, records, closed)
 
     def advance(self, change: Change) -> None:
         """Apply a change whose transaction committed: only now do totals and offsets move."""
         self.totals.apply(change.updates)
         self.offsets = dict(change.offsets)
         self.watermark = change.watermark
+        self.closed_before = change.closed_before
         if change.evict_before is not None:
             self.totals.evict_hours_before(change.evict_before)

@@ -146,7 +146,7 @@ def _state(horizon=None, watermark=M0) -> StageState:
 def test_a_change_is_pure_until_advanced_and_carries_totals_offsets_and_state():
     state = _state()
     change = state.change([OffsetRange(0, 40, 90)], {"2017-07-30 14:09:00": 3,
-                                                      "2017-07-30 15:00:00": 2}, M0)
+                                                      "2017-07-30 15:00:00": 2}, M0 + 1000)
     assert change.updates == {M0: 10, M0 + 51: 2}
     assert change.offsets == {0: 90, 1: 10}
     assert state.totals.get(M0) == 7 and state.offsets == {0: 40, 1: 10}, "pure until advance"
@@ -162,12 +162,44 @@ def test_a_change_is_pure_until_advanced_and_carries_totals_offsets_and_state():
     assert state.watermark == M0 + 51
 
 
-def test_one_bogus_future_minute_does_not_move_the_watermark():
+def test_a_future_minute_never_moves_the_watermark_past_the_wall_clock():
     state = _state(horizon=60)
     change = state.change([], {"2099-01-01 00:00:00": 1}, M0)
-    assert change.watermark == M0
-    near = state.change([], {"2017-07-31 14:00:00": 1}, M0)
-    assert near.watermark == minute_index("2017-07-31 14:00") <= M0 + FUTURE_SLACK_MINUTES
+    assert change.watermark == M0, "far beyond the slack: ignored"
+    near = state.change([], {"2017-07-31 14:00:00": 1}, M0 + 30)
+    assert minute_index("2017-07-31 14:00") <= M0 + 30 + FUTURE_SLACK_MINUTES
+    assert near.watermark == M0 + 30, "within the slack: counted, but the watermark stops at now"
+
+
+def test_evicted_minutes_stay_closed_under_a_wider_or_removed_horizon():
+    state = _state(horizon=60)
+    change = state.change([], {"2017-07-30 16:30:00": 1}, M0 + 1000)
+    state.advance(change)
+    closed = ProgressRecord.decode(dict(change.state_records)[PROGRESS_KEY]).closed_before
+    assert closed == minute_index("2017-07-30 15:00"), "hour 14 was evicted whole"
+    progress = ProgressRecord.decode(dict(change.state_records)[PROGRESS_KEY])
+    for horizon in (None, 10_000):
+        start = check_start(progress, {}, facts(group={0: 40, 1: 10}),
+                            Wanted("in", "out", "ERROR", horizon_minutes=horizon))
+        assert start.state.late_before() >= minute_index("2017-07-30 15:00"), horizon
+
+
+def test_hour_records_without_progress_are_deleted_not_loaded():
+    _, hours = stored()
+    start = check_start(None, hours, facts(group={}), WANT)
+    assert start.tombstones == [hour_key(h) for h in hours] and len(start.state.totals) == 0
+
+
+def test_a_damaged_hour_record_is_refused_in_one_line():
+    progress, _ = stored()
+    with pytest.raises(StateRefused, match="damaged totals record"):
+        check_start(progress, {M0 // 60: b"LCH1\x05"}, facts(), WANT)
+
+
+def test_a_new_partition_is_not_reported_as_expired():
+    start = check_start(*stored(), facts(latest={0: 100, 1: 50, 2: 9},
+                                         earliest={0: 0, 1: 0, 2: 0}), WANT)
+    assert not start.warnings and start.must_commit
 
 
 def test_late_before_is_off_without_horizon_or_watermark():
