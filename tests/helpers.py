@@ -55,14 +55,15 @@ def _url(url) -> str:
 
 
 def read_all(bootstrap: str, topic: str, committed_only: bool = True,
-             timeout_s: float = 60.0) -> list:
-    """Every record of `topic` in offset order per partition (read_committed by default)."""
-    adm = kafka_io.admin(bootstrap)
+             timeout_s: float = 60.0, conf: dict | None = None) -> list:
+    """Every record of `topic` in offset order per partition (read_committed by default);
+    `conf`: client settings of a secured cluster."""
+    adm = kafka_io.admin(bootstrap, conf)
     parts = kafka_io.partitions_of(adm, topic) or []
     ends = kafka_io.list_offsets(adm, topic, parts, OffsetSpec.latest(), committed_only)
     todo = {p for p in parts if ends[p] > 0}
     consumer = Consumer({
-        "bootstrap.servers": bootstrap, "group.id": f"reader-{time.time_ns()}",
+        **(conf or {}), "bootstrap.servers": bootstrap, "group.id": f"reader-{time.time_ns()}",
         "isolation.level": "read_committed" if committed_only else "read_uncommitted",
         "enable.auto.commit": False, "enable.partition.eof": True,
     })

@@ -18,18 +18,16 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import (
-    OFFSET_BEGINNING,
     Consumer,
-    KafkaError,
     KafkaException,
     Producer,
-    TopicPartition,
 )
 from confluent_kafka.admin import AclOperation, NewTopic, OffsetSpec, ResourceType
 
 from connectors import kafka_io
 from connectors.mysql_sink import read_table
 from pipeline.synthetic import synthetic_lines
+from tests import helpers
 from tests.helpers import cli, sink_offsets, start_cli, wait_for
 from tests.reference import reference_parse
 from tests.secured.cluster import allow
@@ -103,25 +101,7 @@ def ends(conf: dict, topic: str, committed_only: bool = True) -> dict[int, int]:
 
 
 def read_all(conf: dict, topic: str, committed_only: bool = True) -> list:
-    todo = {p for p, e in ends(conf, topic, committed_only).items() if e > 0}
-    c = Consumer({**conf, "group.id": f"checker-{time.time_ns()}", "enable.auto.commit": False,
-                  "enable.partition.eof": True, "isolation.level":
-                  "read_committed" if committed_only else "read_uncommitted"})
-    out = []
-    try:
-        c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in todo])
-        deadline = time.monotonic() + 120
-        while todo and time.monotonic() < deadline:
-            for m in c.consume(1000, 0.5):
-                if m.error():
-                    if m.error().code() == KafkaError._PARTITION_EOF:
-                        todo.discard(m.partition())
-                    continue
-                out.append(m)
-        assert not todo, f"did not reach the end of {topic}"
-    finally:
-        c.close()
-    return out
+    return helpers.read_all(conf["bootstrap.servers"], topic, committed_only, 120, conf)
 
 
 def group_offsets(conf: dict, group: str, topic: str) -> dict[int, int]:
