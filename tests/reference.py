@@ -6,6 +6,8 @@ uses a regex and strptime), so that the two can be held against each other.
 
 from __future__ import annotations
 
+from collections import Counter
+
 DIGITS = frozenset(b"0123456789")
 LETTERS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 # YYYY-MM-DD HH:MM:SS: which positions hold digits, which hold which separator.
@@ -44,3 +46,21 @@ def reference_parse(raw: bytes) -> tuple[str, str] | None:
     if not (h <= 23 and mi <= 59 and s <= 59):
         return None
     return raw[0:16].decode("ascii") + ":00", raw[n:j].decode("ascii")
+
+
+def expectation(committed, everything) -> tuple[Counter, set, set]:
+    """What the stage must produce from its input, recomputed with the parser above: from the
+    input's records read read_committed (`committed`) and read_uncommitted (`everything`), the
+    ERROR count per minute, the (partition, offset) of every committed malformed line, and those
+    of the aborted records."""
+    committed_at = {(m.partition(), m.offset()) for m in committed}
+    aborted_at = {(m.partition(), m.offset()) for m in everything} - committed_at
+    expected: Counter = Counter()
+    malformed = set()
+    for m in committed:
+        parsed = reference_parse(m.value() or b"")
+        if parsed is None:
+            malformed.add((m.partition(), m.offset()))
+        elif parsed[1] == "ERROR":
+            expected[parsed[0]] += 1
+    return expected, malformed, aborted_at

@@ -36,7 +36,7 @@ from tests.helpers import (
     totals_history,
     wait_for,
 )
-from tests.reference import reference_parse
+from tests.reference import expectation
 
 
 @dataclass(frozen=True)
@@ -308,16 +308,7 @@ def check(endpoints, names, url, report: Report) -> None:
     bs = endpoints.bootstrap
     committed = read_all(bs, names.topic("in"), timeout_s=300)
     everything = read_all(bs, names.topic("in"), committed_only=False, timeout_s=300)
-    committed_at = {(m.partition(), m.offset()) for m in committed}
-    aborted_at = {(m.partition(), m.offset()) for m in everything} - committed_at
-    expected: Counter = Counter()
-    malformed = set()
-    for m in committed:
-        parsed = reference_parse(m.value() or b"")
-        if parsed is None:
-            malformed.add((m.partition(), m.offset()))
-        elif parsed[1] == "ERROR":
-            expected[parsed[0]] += 1
+    expected, malformed, aborted_at = expectation(committed, everything)
     report.lines_checked = len(committed)
     report.aborted_lines = len(aborted_at)
     if not aborted_at:

@@ -13,7 +13,6 @@ import random
 import signal
 import threading
 import time
-from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -29,7 +28,7 @@ from connectors.mysql_sink import read_table
 from pipeline.synthetic import synthetic_lines
 from tests import helpers
 from tests.helpers import cli, sink_offsets, start_cli, wait_for
-from tests.reference import reference_parse
+from tests.reference import expectation
 from tests.secured.cluster import allow
 
 pytestmark = pytest.mark.secured
@@ -192,20 +191,6 @@ class Writer(threading.Thread):
             return self._txn_producer()
 
 
-def expectation(conf: dict, topic: str) -> tuple[Counter, set, int]:
-    committed = read_all(conf, topic)
-    everything = read_all(conf, topic, committed_only=False)
-    expected: Counter = Counter()
-    malformed = set()
-    for m in committed:
-        parsed = reference_parse(m.value() or b"")
-        if parsed is None:
-            malformed.add((m.partition(), m.offset()))
-        elif parsed[1] == "ERROR":
-            expected[parsed[0]] += 1
-    return expected, malformed, len(everything) - len(committed)
-
-
 def test_coordinator_kills_under_a_continuous_run_are_exact(secured_cluster, users, names,
                                                            mysql_db, tmp_path):
     cluster, admin = secured_cluster, secured_cluster.admin_conf()
@@ -255,7 +240,9 @@ def test_coordinator_kills_under_a_continuous_run_are_exact(secured_cluster, use
             proc.send_signal(signal.SIGTERM)
         codes = [p.wait(120) for p in (stage, sink)]
     assert codes == [0, 0], (log.read_text()[-3000:], (tmp_path / "sink.log").read_text()[-2000:])
-    expected, malformed, aborted = expectation(admin, names.topic("in"))
+    expected, malformed, aborted_at = expectation(read_all(admin, names.topic("in")),
+                                                  read_all(admin, names.topic("in"), False))
+    aborted = len(aborted_at)
     assert aborted > 0 and sum(expected.values()) > 1000, "the input holds what it claims"
     out = read_all(admin, names.topic("out"))
     history: dict[str, list[int]] = {}
