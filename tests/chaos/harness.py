@@ -126,19 +126,23 @@ class Supervised:
 
 
 class Writer(threading.Thread):
-    """Writes the input over `duration_s`: plain chunks, committed and aborted transactions.
-    Survives broker bounces: a transaction whose commit fails is aborted (or its producer
-    replaced); whatever committed is what the checker counts."""
+    """Writes the input over `duration_s` (or until `stop` is set): plain chunks, committed and
+    aborted transactions. Survives broker bounces and kills: a transaction whose commit fails is
+    aborted (or its producer replaced); whatever committed is what the checker counts. `conf`:
+    client settings of a secured cluster."""
 
-    def __init__(self, bootstrap: str, topic: str, cfg: ChaosConfig, txn_id: str) -> None:
+    def __init__(self, bootstrap: str, topic: str, cfg: ChaosConfig, txn_id: str,
+                 conf: dict | None = None) -> None:
         super().__init__(daemon=True)
         self.bootstrap, self.topic, self.cfg, self.txn_id = bootstrap, topic, cfg, txn_id
+        self.conf = {**(conf or {}), "bootstrap.servers": bootstrap, "log_level": 0}
         self.error: BaseException | None = None
         self.done = threading.Event()
+        self.stop = threading.Event()
 
     def _txn_producer(self) -> Producer:
-        p = Producer({"bootstrap.servers": self.bootstrap, "transactional.id": self.txn_id,
-                      "transaction.timeout.ms": 30000, "log_level": 0, "linger.ms": 20})
+        p = Producer({**self.conf, "transactional.id": self.txn_id,
+                      "transaction.timeout.ms": 30000, "linger.ms": 20})
         while True:
             try:
                 p.init_transactions(30)
@@ -157,14 +161,14 @@ class Writer(threading.Thread):
     def _run(self) -> None:
         cfg = self.cfg
         rng = random.Random(cfg.seed)
-        plain = Producer({"bootstrap.servers": self.bootstrap, "enable.idempotence": True,
-                          "linger.ms": 20, "message.timeout.ms": 600000, "log_level": 0})
+        plain = Producer({**self.conf, "enable.idempotence": True, "linger.ms": 20,
+                          "message.timeout.ms": 600000})
         txn = self._txn_producer()
         lines = synthetic_lines(cfg.lines, cfg.seed, malformed_ratio=0.01)
         chunk = max(500, cfg.lines // 200)
         pause = cfg.duration_s * 0.8 / (cfg.lines / chunk)
         written = 0
-        while written < cfg.lines:
+        while written < cfg.lines and not self.stop.is_set():
             batch = [next(lines) for _ in range(min(chunk, cfg.lines - written))]
             written += len(batch)
             kind = rng.choice(("plain", "plain", "commit", "abort"))

@@ -9,24 +9,20 @@ the expectation with the independent parser (tests/reference.py): 0 lost, 0 dupl
 from __future__ import annotations
 
 import json
-import random
 import signal
-import threading
 import time
 from pathlib import Path
 
 import pytest
 from confluent_kafka import (
     Consumer,
-    KafkaException,
-    Producer,
 )
 from confluent_kafka.admin import AclOperation, NewTopic, OffsetSpec, ResourceType
 
 from connectors import kafka_io
 from connectors.mysql_sink import read_table
-from pipeline.synthetic import synthetic_lines
 from tests import helpers
+from tests.chaos.harness import ChaosConfig, Writer
 from tests.helpers import cli, sink_offsets, start_cli, wait_for
 from tests.reference import expectation
 from tests.secured.cluster import allow
@@ -113,82 +109,9 @@ def group_offsets(conf: dict, group: str, topic: str) -> dict[int, int]:
         c.close()
 
 
-class Writer(threading.Thread):
-    """Plain records and committed and aborted transactions into the input, until told to
-    stop; rides out broker kills (acks=all, min ISR 2 of 3)."""
-
-    def __init__(self, conf: dict, topic: str, txn_id: str) -> None:
-        super().__init__(daemon=True)
-        self.conf, self.topic, self.txn_id = conf, topic, txn_id
-        self.stop = threading.Event()
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            self._run()
-        except BaseException as exc:  # noqa: BLE001 - reported to the test
-            self.error = exc
-
-    def _txn_producer(self) -> Producer:
-        p = Producer({**self.conf, "transactional.id": self.txn_id,
-                      "transaction.timeout.ms": 60_000})
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                p.init_transactions(30)
-                return p
-            except KafkaException:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(1)
-
-    def _run(self) -> None:
-        rng = random.Random(5)
-        lines = synthetic_lines(10_000_000, 5, malformed_ratio=0.01)
-        plain = Producer({**self.conf, "enable.idempotence": True, "linger.ms": 20,
-                          "message.timeout.ms": 300_000})
-        txn = self._txn_producer()
-        while not self.stop.is_set():
-            batch = [next(lines) for _ in range(400)]
-            kind = rng.choice(("plain", "plain", "commit", "abort"))
-            if kind == "plain":
-                for v in batch:
-                    self._produce(plain, v, rng)
-                plain.poll(0)
-            else:
-                txn = self._transaction(txn, batch, rng, commit=kind == "commit")
-            time.sleep(0.2)
-        assert plain.flush(300) == 0
-
-    def _produce(self, p: Producer, v: bytes, rng: random.Random) -> None:
-        while True:
-            try:
-                p.produce(self.topic, v, partition=rng.randrange(4))
-                return
-            except BufferError:
-                p.poll(0.1)
-
-    def _transaction(self, txn: Producer, batch, rng, commit: bool) -> Producer:
-        """One transaction; a broker kill under it aborts it (or replaces the producer, whose
-        init_transactions aborts what is open): whatever committed is what the checker counts."""
-        try:
-            txn.begin_transaction()
-            for v in batch:
-                self._produce(txn, v, rng)
-            if commit:
-                txn.commit_transaction(120)
-            else:  # flushed first: an abort purges what is still queued, and the aborted
-                txn.flush(120)  # records must be in the log for the test to mean anything
-                txn.abort_transaction(120)
-            return txn
-        except KafkaException as exc:
-            if exc.args[0].txn_requires_abort():
-                try:
-                    txn.abort_transaction(120)
-                    return txn
-                except KafkaException:
-                    pass
-            return self._txn_producer()
+# The chaos tier's writer (plain records, committed and aborted transactions, riding out broker
+# kills), paced at ~2,000 lines/s until told to stop: far more lines than the kills take.
+WRITER = ChaosConfig(lines=1_000_000, partitions=4, duration_s=600.0, seed=5)
 
 
 def test_coordinator_kills_under_a_continuous_run_are_exact(secured_cluster, users, names,
@@ -196,7 +119,8 @@ def test_coordinator_kills_under_a_continuous_run_are_exact(secured_cluster, use
     cluster, admin = secured_cluster, secured_cluster.admin_conf()
     cluster.add_acls(stage_acls(users.stage, names) + sink_acls(users.sink, names))
     t0 = time.monotonic()
-    writer = Writer(admin, names.topic("in"), names.txn_id + "-writer")
+    writer = Writer(cluster.bootstrap, names.topic("in"), WRITER, names.txn_id + "-writer",
+                    admin)
     writer.start()
     stage = start_cli(*stage_cmd(names, users.properties(users.stage), "--trigger-interval",
                                  "0.5", "--max-records-per-batch", "4000"),
