@@ -43,17 +43,7 @@ if [ "$(cat .venv/.logcount-stamp 2>/dev/null)" != "$want" ]; then
   echo "$want" > .venv/.logcount-stamp
 fi
 
-# 3. JVM jars. Maven Central's address is read from Maven's own super POM (see jvm/settings.xml).
-central=$(unzip -p /usr/share/maven/lib/maven-model-builder-*.jar org/apache/maven/model/pom-4.0.0.xml 2>/dev/null \
-  | sed -n 's:.*<url>\(.*\)</url>.*:\1:p' | head -1)
-mvn_copy() {  # mvn_copy POM_DIR OUT_DIR [extra -D...]
-  local pom=$1 out=$2; shift 2
-  local args=(-B -q -Dstyle.color=never -f "$pom/pom.xml" -s jvm/settings.xml dependency:copy-dependencies
-              "-DoutputDirectory=$out" "$@")
-  [ -n "$central" ] && args+=("-Dlogcount.central.url=$central")
-  # mvn -q still prints colour codes: keep its output in a log and show it only on failure.
-  mvn "${args[@]}" > .cache/mvn.log 2>&1 || { cat .cache/mvn.log >&2; return 1; }
-}
+# 3. JVM jars, with jvm/fetch.sh (plain mvn; the Docker images fetch theirs the same way).
 fetch_jars() {  # fetch_jars NAME POM_DIR [extra -D...]
   local name=$1 pom=$2; shift 2
   local out=.cache/jars/$name want
@@ -61,7 +51,7 @@ fetch_jars() {  # fetch_jars NAME POM_DIR [extra -D...]
   if [ "$(cat "$out/.stamp" 2>/dev/null)" != "$want" ]; then
     say "fetching $name jars with mvn"
     rm -rf "$out.tmp" && mkdir -p "$out.tmp" .cache
-    mvn_copy "$pom" "$root/$out.tmp" "$@" || die "mvn could not fetch the $name jars"
+    jvm/fetch.sh "$pom" "$root/$out.tmp" "$@" || die "mvn could not fetch the $name jars"
     rm -rf "$out" && mv "$out.tmp" "$out" && echo "$want" > "$out/.stamp"
   fi
 }
