@@ -147,7 +147,11 @@ def run_produce(s: ProduceSettings) -> int:
     n, expected = produce_lines(s.bootstrap_servers, s.topic, lines, s.partitions,
                                 s.kafka_client_config, s.level)
     if s.expect:
-        Path(s.expect).write_text(json.dumps(dict(sorted(expected.items())), indent=1))
+        # Written whole, then renamed: a reader polling for it (the docker demo's check) never
+        # sees half a file.
+        tmp = Path(f"{s.expect}.tmp")
+        tmp.write_text(json.dumps(dict(sorted(expected.items())), indent=1))
+        tmp.replace(s.expect)
     log.info("produced %d lines to %s (%d minutes with %s lines)", n, s.topic, len(expected),
              s.level)
     return 0

@@ -11,6 +11,7 @@ from connectors import stack
 from connectors.mysql_sink import read_table, run_sink
 from connectors.produce import produce_lines
 from core.settings import DemoSettings, MySQLUrl, RunSettings, SinkSettings
+from pipeline.demo_check import report
 from pipeline.driver import run_stage
 from pipeline.synthetic import synthetic_lines
 
@@ -42,16 +43,5 @@ def run_demo(s: DemoSettings) -> int:
                           mysql_url=repr(url)))
     table = read_table(url)
 
-    print("\nerror_log (first 10 minutes):")
-    print("  log_time             log_count")
-    for minute, count in list(table.items())[:10]:
-        print(f"  {minute}  {count:>9}")
-    print(f"  ... {len(table)} minutes, {sum(table.values())} ERROR lines in all")
-    ok = table == expected
-    missing = {m for m in expected if table.get(m) != expected[m]}
-    extra = set(table) - set(expected)
-    print(f"\nexpected (recomputed from the {n} produced lines): {len(expected)} minutes, "
-          f"{sum(expected.values())} ERROR lines")
-    print("RESULT: error_log EQUALS the expectation" if ok else
-          f"RESULT: MISMATCH: {len(missing)} minutes differ, {len(extra)} unexpected")
-    return 0 if ok else 1
+    return 0 if report(table, expected, f"recomputed from the {n} produced lines") else 1
+

@@ -1,0 +1,98 @@
+"""The demo's verdict: error_log against the expectation, printed the same way for both demos.
+
+`logcount demo` calls `report` itself. The docker demo runs this module in the compose network
+(`scripts/docker-demo.sh`): `python -m pipeline.demo_check --expect PATH` waits until the
+generator has written its expectation and error_log equals it, or until `--timeout`, then prints
+the table and the verdict and exits 0 when they are equal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import pymysql
+
+from connectors.mysql_sink import read_table
+from core.settings import MySQLUrl
+
+
+def report(table: dict[str, int], expected: dict[str, int], source: str) -> bool:
+    """Print the table's first minutes and the verdict; True when it equals the expectation."""
+    print("\nerror_log (first 10 minutes):")
+    print("  log_time             log_count")
+    for minute, count in list(table.items())[:10]:
+        print(f"  {minute}  {count:>9}")
+    print(f"  ... {len(table)} minutes, {sum(table.values())} ERROR lines in all")
+    ok = table == expected
+    missing = {m for m in expected if table.get(m) != expected[m]}
+    extra = set(table) - set(expected)
+    print(f"\nexpected ({source}): {len(expected)} minutes, {sum(expected.values())} ERROR lines")
+    print("RESULT: error_log EQUALS the expectation" if ok else
+          f"RESULT: MISMATCH: {len(missing)} minutes differ, {len(extra)} unexpected")
+    return ok
+
+
+def _expected(path: Path) -> dict[str, int] | None:
+    try:
+        return {str(k): int(v) for k, v in json.loads(path.read_text()).items()}
+    except FileNotFoundError:
+        return None
+
+
+def _table(url: MySQLUrl) -> dict[str, int]:
+    try:
+        return read_table(url)
+    except pymysql.err.MySQLError:  # not up yet, or the sink has not created error_log yet
+        return {}
+
+
+def wait_for_verdict(url: MySQLUrl, expect: Path, timeout_s: float, every_s: float = 30.0,
+                     poll_s: float = 2.0) -> bool:
+    """Poll until error_log equals the expectation or `timeout_s` passes; then report."""
+    start = time.monotonic()
+    next_note = start + every_s
+    expected, table = None, {}
+    while True:
+        expected = _expected(expect)
+        table = _table(url)
+        now = time.monotonic()
+        if expected is not None and table == expected:
+            break
+        if now - start >= timeout_s:
+            if timeout_s > 0:
+                print(f"demo: gave up after {timeout_s:.0f} s", flush=True)
+            break
+        if now >= next_note:
+            have = "no expectation yet" if expected is None else (
+                f"{sum(1 for m, c in expected.items() if table.get(m) == c)} of "
+                f"{len(expected)} minutes exact")
+            print(f"demo: waiting ({now - start:.0f} s): {have}, "
+                  f"{sum(table.values())} ERROR lines in error_log", flush=True)
+            next_note = now + every_s
+        time.sleep(poll_s)
+    if expected is None:
+        print(f"demo: the generator never wrote {expect}")
+        return False
+    return report(table, expected, "the generator's, from the lines it produced")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m pipeline.demo_check", description=__doc__)
+    ap.add_argument("--expect", type=Path, required=True, help="the generator's expectation")
+    ap.add_argument("--mysql-url", default=os.environ.get("LOGCOUNT_MYSQL_URL"),
+                    help="default: $LOGCOUNT_MYSQL_URL")
+    ap.add_argument("--timeout", type=float, default=900.0, help="seconds to wait (default 900)")
+    args = ap.parse_args(argv)
+    if not args.mysql_url:
+        ap.error("--mysql-url or LOGCOUNT_MYSQL_URL is required")
+    ok = wait_for_verdict(MySQLUrl.parse(args.mysql_url), args.expect, args.timeout)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
