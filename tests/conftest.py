@@ -3,11 +3,13 @@
 Endpoints, in order: `LOGCOUNT_BOOTSTRAP_SERVERS` + `LOGCOUNT_MYSQL_URL` from the environment;
 else testcontainers (Kafka and MySQL 8 containers) when a Docker engine answers; else the
 embedded stack (`logcount stack up`), started here and stopped again if this session started it.
+`LOGCOUNT_TEST_STACK=testcontainers|embedded` insists on one of the last two.
 """
 
 from __future__ import annotations
 
 import os
+import socket
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -16,6 +18,13 @@ import pymysql
 import pytest
 
 from core.settings import MySQLUrl
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """The docker tier runs last: it starts (and stops) a Docker engine and fills both cores with
+    containers, so nothing else should run beside it, and the fixtures' choice of path, made at
+    the session's first use, is not changed by the engine it starts."""
+    items.sort(key=lambda item: item.get_closest_marker("docker") is not None)
 
 
 @dataclass(frozen=True)
@@ -35,29 +44,81 @@ def _docker_answers() -> bool:
         return False
 
 
-def _testcontainers() -> Iterator[Endpoints]:
-    from testcontainers.kafka import KafkaContainer
-    from testcontainers.mysql import MySqlContainer
+# The images of the testcontainers path: the compose demo's, unless named otherwise (the docker
+# tier names the logcount-ci/* stand-ins on machines that cannot pull from Docker Hub).
+KAFKA_IMAGE = os.environ.get("LOGCOUNT_TEST_KAFKA_IMAGE", "apache/kafka:4.3.1")
+MYSQL_IMAGE = os.environ.get("LOGCOUNT_TEST_MYSQL_IMAGE", "mysql:8.4")
 
-    kafka = (KafkaContainer().with_kraft()
-             # One broker: transactions need their state topic at RF 1 / min ISR 1.
-             .with_env("KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR", "1")
-             .with_env("KAFKA_TRANSACTION_STATE_LOG_MIN_ISR", "1"))
-    mysql = MySqlContainer("mysql:8.4", username="root", password="test", dbname="logcount")
-    with kafka, mysql:
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _kafka_container(host_port: int):
+    """One KRaft node of the apache/kafka image (or its stand-in), configured by KAFKA_* variables.
+
+    Clients on this host reach PLAINTEXT at host_port; the broker reaches itself (transaction
+    markers, the controller) on listeners that exist inside the container."""
+    from testcontainers.core.container import DockerContainer
+    from testcontainers.core.wait_strategies import LogMessageWaitStrategy
+
+    env = {
+        "KAFKA_NODE_ID": "1",
+        "KAFKA_PROCESS_ROLES": "broker,controller",
+        "KAFKA_LISTENERS": "PLAINTEXT://:9092,BROKER://:9094,CONTROLLER://:9093",
+        "KAFKA_ADVERTISED_LISTENERS": f"PLAINTEXT://127.0.0.1:{host_port},BROKER://localhost:9094",
+        "KAFKA_INTER_BROKER_LISTENER_NAME": "BROKER",
+        "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
+        "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP":
+            "CONTROLLER:PLAINTEXT,BROKER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "KAFKA_CONTROLLER_QUORUM_VOTERS": "1@localhost:9093",
+        # One node: internal topics at RF 1 / min ISR 1, or transactions never initialise.
+        "KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR": "1",
+        "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR": "1",
+        "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR": "1",
+        "KAFKA_SHARE_COORDINATOR_STATE_TOPIC_REPLICATION_FACTOR": "1",
+        "KAFKA_SHARE_COORDINATOR_STATE_TOPIC_MIN_ISR": "1",
+        "KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "0",
+        "KAFKA_AUTO_CREATE_TOPICS_ENABLE": "false",
+    }
+    # A cold JVM on a loaded 2-core machine: up to a minute to format its storage and start.
+    started = LogMessageWaitStrategy("Kafka Server started").with_startup_timeout(120)
+    container = DockerContainer(KAFKA_IMAGE).with_bind_ports(9092, host_port).waiting_for(started)
+    for k, v in env.items():
+        container.with_env(k, v)
+    return container
+
+
+def _testcontainers() -> Iterator[Endpoints]:
+    from testcontainers.community.mysql import MySqlContainer
+
+    from connectors.kafka_io import transactional_round_trip
+
+    port = _free_port()
+    mysql = MySqlContainer(MYSQL_IMAGE, username="root", password="test", dbname="logcount")
+    with _kafka_container(port), mysql:
+        bootstrap = f"127.0.0.1:{port}"
+        transactional_round_trip(bootstrap, timeout_s=60.0)
         url = MySQLUrl("root", "test", mysql.get_container_host_ip(),
                        int(mysql.get_exposed_port(3306)), "logcount")
-        yield Endpoints(kafka.get_bootstrap_server(), url, "testcontainers")
+        yield Endpoints(bootstrap, url, "testcontainers")
 
 
 @pytest.fixture(scope="session")
 def endpoints() -> Iterator[Endpoints]:
     env_kafka = os.environ.get("LOGCOUNT_BOOTSTRAP_SERVERS")
     env_mysql = os.environ.get("LOGCOUNT_MYSQL_URL")
-    if env_kafka and env_mysql:
+    # LOGCOUNT_TEST_STACK=testcontainers|embedded insists on one path (the docker tier uses it
+    # to prove the testcontainers path ran, rather than silently falling back).
+    wanted = os.environ.get("LOGCOUNT_TEST_STACK")
+    if env_kafka and env_mysql and not wanted:
         yield Endpoints(env_kafka, MySQLUrl.parse(env_mysql), "env")
         return
-    if _docker_answers():
+    if wanted == "testcontainers" or (wanted is None and _docker_answers()):
+        if not _docker_answers():
+            pytest.fail("LOGCOUNT_TEST_STACK=testcontainers, but no Docker engine answers")
         yield from _testcontainers()
         return
     from connectors import stack

@@ -1,12 +1,13 @@
 """docker/compose.yaml cannot rot silently: every command and variable must fit the CLI.
 
-No Docker engine runs on our machines, so the compose demo is not started here; this test is
-what keeps it in step with the CLI and docs/contract.md.
+The docker tier (tests/docker) runs the demo itself; these checks are the fast ones that keep the
+file in step with the CLI, the image and the CI override without a Docker engine.
 """
 
 from __future__ import annotations
 
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text())
 SERVICES = COMPOSE["services"]
+CI = yaml.safe_load((ROOT / "docker" / "compose.ci.yaml").read_text())["services"]
 CLASSES = {"run": st.RunSettings, "sink": st.SinkSettings, "produce": st.ProduceSettings}
 
 
@@ -29,7 +31,10 @@ def _logcount_services():
 
 
 def _settings(svc):
-    args = build_parser().parse_args(svc["command"])
+    # Paths inside the container (the demo volume) are checked on this machine's temp folder.
+    demo_dir = str(Path(SERVICES["generator"]["command"][-1]).parent)
+    command = [c.replace(demo_dir, tempfile.gettempdir()) for c in svc["command"]]
+    args = build_parser().parse_args(command)
     env = {k: str(v) for k, v in (svc.get("environment") or {}).items()}
     return args.command, st.from_namespace(CLASSES[args.command], args, env), env
 
@@ -77,6 +82,58 @@ def test_the_image_bakes_the_connector_at_the_pinned_pyspark_version():
     pyproject = (ROOT / "pyproject.toml").read_text()
     assert re.search(r'"pyspark==[0-9.]+"', pyproject)
     assert 's/.*"pyspark==\\([0-9.]*\\)".*/\\1/p' in dockerfile
-    assert "jvm/spark-kafka/pom.xml" in dockerfile and "LOGCOUNT_JARS_DIR" in dockerfile
-    for package in ("logcount", "pipeline", "connectors"):
-        assert f"COPY {package} {package}" in dockerfile
+    assert "jvm/fetch.sh jvm/spark-kafka" in dockerfile and "LOGCOUNT_JARS_DIR" in dockerfile
+    # Every package pyproject.toml installs is in the image.
+    include = re.search(r"include = \[(.*?)\]", pyproject).group(1)
+    for package in re.findall(r'"(\w+)\*"', include):
+        assert f"COPY {package} {package}" in dockerfile, package
+
+
+def test_the_ci_override_changes_images_only():
+    """The file users run is the one CI runs: the override may name other images (never the
+    public names) and build them, and nothing else."""
+    for name, svc in CI.items():
+        assert name in SERVICES, name
+        assert set(svc) <= {"image", "build"}, (name, set(svc))
+        if "image" in svc:
+            assert svc["image"].startswith("logcount-ci/"), svc["image"]
+        if "build" in svc and "args" in svc["build"]:
+            assert svc["build"]["args"]["BASE"].startswith("logcount-ci/debian:bookworm")
+    for name, svc in SERVICES.items():
+        if "build" in svc:
+            assert name in CI and "build" in CI[name], f"{name} would build on Docker Hub's base"
+        elif svc["image"] in (SERVICES["kafka"]["image"], SERVICES["mysql"]["image"]):
+            assert CI[name]["image"].startswith("logcount-ci/"), name
+
+
+def test_the_kafka_stand_in_is_the_release_the_project_tests_against():
+    pom = (ROOT / "jvm" / "kafka-broker" / "pom.xml").read_text()
+    version = re.search(r"<kafka.version>([^<]+)</kafka.version>", pom)
+    version = version.group(1) if version else re.search(
+        r"<artifactId>kafka_2\.13</artifactId>\s*<version>([^<]+)</version>", pom).group(1)
+    assert SERVICES["kafka"]["image"] == f"apache/kafka:{version}"
+    assert CI["kafka"]["image"] == f"logcount-ci/kafka:{version}"
+
+
+def test_no_race_is_left_to_luck():
+    """Every service others wait on has a healthcheck with a start period; the long-running
+    logcount services restart on failure (a safety net: they wait for what they need)."""
+    for name in ("kafka", "mysql", "stage", "sink"):
+        hc = SERVICES[name]["healthcheck"]
+        assert "start_period" in hc, name
+    for name in ("stage", "sink", "spark-master", "spark-worker"):
+        assert SERVICES[name]["restart"] == "on-failure", name
+    assert SERVICES["sink"]["depends_on"]["mysql"] == {"condition": "service_healthy"}
+    _, sink, _ = _settings(SERVICES["sink"])
+    assert sink.startup_timeout >= 120  # long enough for the stage to create its topic
+
+
+def test_the_check_reads_the_expectation_the_generator_writes():
+    gen = SERVICES["generator"]
+    expect = gen["command"][gen["command"].index("--expect") + 1]
+    check = SERVICES["check"]
+    assert check["entrypoint"][check["entrypoint"].index("--expect") + 1] == expect
+    volume = lambda svc: {v.split(":")[0]: v.split(":")[1] for v in svc["volumes"]}  # noqa: E731
+    assert volume(gen) == {"demo": str(Path(expect).parent)}
+    assert volume(check) == {"demo": str(Path(expect).parent)}
+    assert check["profiles"] == ["check"]  # not started by `up`

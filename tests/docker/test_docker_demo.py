@@ -1,0 +1,210 @@
+"""The docker tier: the docker demo as a user runs it, and the fixtures' testcontainers path.
+
+`scripts/docker-demo.sh up` from scratch (engine, Compose, images, `docker/compose.yaml`), then
+the table is checked against an expectation recomputed here with the independent parser of
+tests/reference.py, the metrics of the stage and the sink, and the reader's output. Then the stage
+is killed twice while a second load arrives (`docker kill`, which an operator restarts, and a
+SIGKILL of its process, which the restart policy restarts) and the table must be exact again.
+With the engine up, the integration tier's core runs through testcontainers on the same images.
+`down` must leave nothing running. Skipped, with the script's one line, where no Docker engine
+can be started.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.request
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+
+from pipeline.synthetic import synthetic_lines
+from tests.reference import reference_parse
+
+pytestmark = pytest.mark.docker
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "docker-demo.sh"
+SERVICES = yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text())["services"]
+NO_ENGINE = 3  # the script's exit status for "no Docker engine can be started here"
+SECOND_LOAD = (60_000, 8)  # lines, seed: arrives while the stage is being killed
+
+
+def _generator_load() -> tuple[int, int]:
+    cmd = SERVICES["generator"]["command"]
+    return int(cmd[cmd.index("--synthetic") + 1]), int(cmd[cmd.index("--seed") + 1])
+
+
+def _expected(*loads: tuple[int, int]) -> dict[str, int]:
+    counts: Counter = Counter()
+    for n, seed in loads:
+        for line in synthetic_lines(n, seed):
+            parsed = reference_parse(line)
+            if parsed is not None and parsed[1] == "ERROR":
+                counts[parsed[0]] += 1
+    return dict(counts)
+
+
+def script(*args: str, timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run([str(SCRIPT), *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"docker-demo.sh {' '.join(args)} exited {proc.returncode}:\n"
+                             f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+def compose(*args: str, timeout: float = 300, check: bool = True) -> str:
+    return script("compose", *args, timeout=timeout, check=check).stdout
+
+
+def table() -> dict[str, int]:
+    out = compose("exec", "-T", "mysql", "mysql", "-uroot", "-plogcount", "-N", "-B", "-e",
+                  "SELECT DATE_FORMAT(log_time, '%Y-%m-%d %H:%i:00'), log_count "
+                  "FROM logcount.error_log", check=False)
+    return {m: int(c) for m, c in (line.split("\t") for line in out.splitlines() if "\t" in line)}
+
+
+def wait_until(pred, timeout_s: float, what: str, step_s: float = 3.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if value := pred():
+            return value
+        time.sleep(step_s)
+    raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+
+
+def metrics(port: int) -> dict[str, float]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    return {s.name: s.value for fam in text_string_to_metric_families(text) for s in fam.samples
+            if not s.labels}
+
+
+def _published_port(service: str) -> int:
+    return int(SERVICES[service]["ports"][0].split(":")[0])
+
+
+def container_state(service: str) -> dict:
+    cid = compose("ps", "-q", service).strip()
+    out = subprocess.run(["docker", "inspect", "--format",
+                          "{{.State.Pid}} {{.RestartCount}} {{.State.Status}}", cid],
+                         capture_output=True, text=True, check=True).stdout.split()
+    return {"pid": int(out[0]), "restarts": int(out[1]), "status": out[2]}
+
+
+@pytest.fixture(scope="module")
+def demo():
+    up = script("up", timeout=45 * 60, check=False)
+    if up.returncode == NO_ENGINE:
+        script("down", check=False)
+        reason = (up.stderr.strip().splitlines() or ["no Docker engine"])[-1]
+        pytest.skip(f"docker tier skipped: {reason}")
+    try:
+        yield up
+    finally:
+        script("down", timeout=300, check=False)
+
+
+def test_up_from_scratch_ends_with_the_table_equal_to_the_expectation(demo):
+    assert demo.returncode == 0, f"{demo.stdout[-3000:]}\n{demo.stderr[-3000:]}"
+    assert "RESULT: error_log EQUALS the expectation" in demo.stdout
+    # The generator's expectation came from the parser under test; hold the table against the
+    # independent one too.
+    assert table() == _expected(_generator_load())
+
+
+def test_the_metrics_of_the_stage_and_the_sink(demo):
+    n, _ = _generator_load()
+    stage = metrics(_published_port("stage"))
+    assert stage["logcount_records_read_total"] == n
+    assert stage["logcount_batches_committed_total"] >= 1
+    assert stage["logcount_malformed_records_total"] > 0  # the generator writes ~1 % malformed
+    sink = metrics(_published_port("sink"))
+    assert sink["logcount_sink_records_applied_total"] >= 1
+    assert sink["logcount_sink_batches_written_total"] >= 1
+
+
+def test_the_reader_shows_the_table(demo):
+    expected = _expected(_generator_load())
+    want = f"{len(expected)}\t{sum(expected.values())}"
+    # The reader prints "minutes<TAB>errors" every 5 s.
+    wait_until(lambda: want in compose("logs", "--no-log-prefix", "reader"), 60,
+               f"the reader to print {want!r}")
+
+
+def test_a_killed_stage_restarts_and_the_table_is_exact_again(demo):
+    first = _generator_load()
+    n, seed = SECOND_LOAD
+    loader = subprocess.Popen(
+        [str(SCRIPT), "compose", "run", "--rm", "-T", "generator", "produce", "--synthetic",
+         str(n), "--seed", str(seed), "--topic", "logs", "--partitions", "4"],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # An operator's kill: docker does not restart a container it was told to kill, so start it.
+    subprocess.run(["docker", "kill", compose("ps", "-q", "stage").strip()], check=True,
+                   capture_output=True)
+    assert loader.wait(timeout=300) == 0, loader.stderr.read()
+    compose("start", "stage")
+    # A crash: the process dies under the stage's feet (as the OOM killer would), while it is
+    # catching up on the second load; `restart: on-failure` brings it back.
+    before = container_state("stage")
+    wait_until(lambda: _answers(_published_port("stage")), 180, "the restarted stage's /healthz")
+    os.kill(before["pid"], 9)
+    wait_until(lambda: container_state("stage")["restarts"] > before["restarts"], 120,
+               "the restart policy to restart the stage")
+    expected = _expected(first, SECOND_LOAD)
+    wait_until(lambda: table() == expected, 600, "error_log to equal both loads' expectation")
+    # The output topic's totals never go down, and the sink took each once: the table is
+    # exactly the expectation, no minute more.
+    assert table() == expected
+
+
+def _answers(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=3):
+            return True
+    except OSError:
+        return False
+
+
+def test_the_integration_core_runs_through_testcontainers(demo):
+    """Both fixture paths are real: with the engine up, the core integration tests run on
+    Kafka and MySQL containers (the stand-ins where Docker Hub cannot be reached)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("LOGCOUNT_BOOTSTRAP_SERVERS", "LOGCOUNT_MYSQL_URL")}
+    env.update(LOGCOUNT_TEST_STACK="testcontainers",
+               # Ryuk (the reaper container) is another image to pull; the fixture stops its
+               # containers itself.
+               TESTCONTAINERS_RYUK_DISABLED="true")
+    if (ROOT / ".cache" / "docker" / "standins").exists():
+        images = {s: SERVICES[s]["image"] for s in ("kafka", "mysql")}
+        ci = yaml.safe_load((ROOT / "docker" / "compose.ci.yaml").read_text())["services"]
+        images = {s: ci[s]["image"] for s in images}
+        env.update(LOGCOUNT_TEST_KAFKA_IMAGE=images["kafka"],
+                   LOGCOUNT_TEST_MYSQL_IMAGE=images["mysql"])
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "integration",
+         "tests/integration/test_stack.py", "tests/integration/test_stage.py",
+         "tests/integration/test_sink_drift.py"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    passed = re.search(r"(\d+) passed", proc.stdout)
+    assert passed and int(passed.group(1)) >= 10, proc.stdout[-2000:]
+
+
+def test_down_leaves_nothing_running(demo):
+    started_engine = (ROOT / ".cache" / "docker" / "dockerd.pid").exists()
+    script("down", timeout=300)
+    if started_engine:
+        assert subprocess.run(["pgrep", "-x", "dockerd"], capture_output=True).returncode == 1
+        assert subprocess.run(["pgrep", "-x", "containerd"], capture_output=True).returncode == 1
+    else:  # an engine this tier did not start stays, with none of the demo's containers
+        out = subprocess.run(["docker", "ps", "-aq", "--filter", "label=com.docker.compose."
+                              "project=logcount"], capture_output=True, text=True).stdout
+        assert out.strip() == ""
