@@ -82,7 +82,8 @@ compose_bin() {
     # Debian 12 packages only Compose v1 (end of life; it rejects compose.yaml's `name:`). The
     # v2 plugin is one Go module: built here once (about 4 CPU-minutes), its caches deleted.
     command -v go > /dev/null || die "Docker Compose v2 is missing and Go is not here to build it"
-    say "building Docker Compose $COMPOSE_VERSION with go install (once; cached in $state/bin)"
+    # To stderr: this function's stdout is the command it answers.
+    say "building Docker Compose $COMPOSE_VERSION with go install (once; cached in $state/bin)" >&2
     local gotmp=$state/go
     GOBIN=$PWD/$state/bin GOMODCACHE=$PWD/$gotmp/mod GOCACHE=$PWD/$gotmp/cache GOFLAGS=-modcacherw \
       go install -ldflags "-X github.com/docker/compose/v2/internal.Version=$COMPOSE_VERSION" \
