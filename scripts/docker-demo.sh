@@ -147,8 +147,9 @@ compose() {  # compose ARGS...: docker/compose.yaml, plus the stand-ins when `up
 up() {
   local t0=$SECONDS
   timed "engine" engine_up
+  local t=$SECONDS
   COMPOSE=$(compose_bin)
-  say "compose: $($COMPOSE version --short 2>/dev/null || echo "$COMPOSE")"
+  say "compose: $($COMPOSE version --short 2>/dev/null || echo "$COMPOSE"), $((SECONDS - t)) s"
   rm -f "$state/standins"
   if use_standins; then
     touch "$state/standins"
@@ -157,7 +158,7 @@ up() {
   # From scratch every time: a second `up` must not send the generator's lines twice.
   compose down --volumes --remove-orphans > /dev/null 2>&1 || true
   say "building the images (log: $state/build.log)"
-  local t=$SECONDS
+  t=$SECONDS
   compose build > "$state/build.log" 2>&1 \
     || { tail -30 "$state/build.log" >&2; die "the image build failed (see $state/build.log)"; }
   say "images: $((SECONDS - t)) s"
