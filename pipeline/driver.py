@@ -40,7 +40,7 @@ from core.settings import RunSettings
 from pipeline.crash import CrashPoints
 from pipeline.job import BatchResult, MalformedRef, compute_batch
 from pipeline.lines import REASON_LATE
-from pipeline.offsets import OffsetRange, plan_ranges, resolve_starts
+from pipeline.offsets import OffsetRange, batch_cap, plan_ranges, resolve_starts
 from pipeline.spark import connector_jars, spark_session, under_spark_submit
 from pipeline.state import (
     Change,
@@ -153,9 +153,13 @@ class Stage:
     def __init__(self, s: RunSettings) -> None:
         self.s = s
         self.extra = s.kafka_client_config  # librdkafka: the driver's clients
-        # The Java client of Spark's executors: the --client-config file verbatim, and a
-        # group-id prefix under the stage's group, so that one prefixed group ACL covers it.
-        self.spark_options = {**s.spark_kafka_options, "groupIdPrefix": f"{s.group_id}-spark"}
+        # The Java client of Spark's executors: the --client-config file verbatim, and one fixed
+        # group id under the stage's group (one prefixed group ACL covers it). Fixed, not
+        # Spark's default of a fresh random id per batch: the executors' consumer pool is keyed
+        # by group id and partition, so only a stable id lets batch N+1 reuse batch N's
+        # connected consumers. The executors assign partitions and never commit, so the id
+        # joins no group and cannot disturb the stage's own group offsets.
+        self.spark_options = {**s.spark_kafka_options, "group.id": f"{s.group_id}-spark"}
         self.state_topic = state_topic_name(s.output_topic)
         self.crash = CrashPoints()
         self.stop = StopFlag()
@@ -310,7 +314,7 @@ class Stage:
         self.health.lag = sum(lag.values())
         if s.once and self.progress is None:  # the first plan's lag is the whole backlog
             self.progress = Progress(self.health.lag, "run")
-        ranges = plan_ranges(starts, stable, s.max_records_per_batch)
+        ranges = plan_ranges(starts, stable, batch_cap(self.batches, s.max_records_per_batch))
         if ranges and self.tally.first_plan is None:
             self.tally.first_plan = time.monotonic()
         return Plan(ranges, starts, bool(moved) or self.commit_due)

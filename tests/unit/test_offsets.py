@@ -1,6 +1,12 @@
 import pytest
 
-from pipeline.offsets import OffsetRange, plan_ranges, resolve_starts
+from pipeline.offsets import (
+    FIRST_BATCH_RECORDS,
+    OffsetRange,
+    batch_cap,
+    plan_ranges,
+    resolve_starts,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -42,3 +48,15 @@ def test_resolve_starts_takes_the_state_then_the_log_start_for_new_partitions():
 
 def test_resolve_starts_moves_an_offset_deleted_by_retention_to_the_log_start():
     assert resolve_starts({0: 5, 1: 40}, {0: 30, 1: 30}, {0: 50, 1: 50}) == {0: 30, 1: 40}
+
+
+def test_the_first_batch_is_small_and_the_cap_grows_to_the_configured_one():
+    caps = [batch_cap(n, 2_000_000) for n in range(6)]
+    assert caps[0] == FIRST_BATCH_RECORDS
+    assert caps == sorted(caps) and caps[-1] == 2_000_000
+    assert caps.index(2_000_000) <= 3  # full size by the fourth batch
+    assert batch_cap(10_000, 2_000_000) == 2_000_000  # no overflow on a long run
+
+
+def test_a_configured_cap_below_the_first_batch_is_kept_from_the_start():
+    assert [batch_cap(n, 700) for n in range(3)] == [700, 700, 700]

@@ -1,0 +1,85 @@
+"""Steady state and cold start of the stage, apart: `python -m bench.steady_state --lines N`.
+
+Loads N synthetic lines into a fresh 4-partition topic on the embedded stack (once per run), then
+runs `logcount run --once` on it `--runs` times, each with a fresh group, and reads the stage's
+own lines as they arrive: the first commit's delay from process start (cold start), each batch's
+records and Spark and commit seconds, and the steady-state rate = the records of batches 2.. /
+the time from the first commit to the last (the cold first batch drops out). Kafka's
+ConsumerPerformance reads the same topic in the same run as the raw-JVM anchor. A quick
+before/after tool for one change; `logcount bench` is the full side-by-side run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import time
+import uuid
+
+from bench.data import generate, write_topic
+from connectors import stack
+from core.paths import jars_dir
+
+_BATCH = re.compile(r"batch (\d+) committed: .*records (\d+),.* spark ([\d.]+)s, commit ([\d.]+)s")
+
+
+def run_stage(topic: str, tag: str, extra: list[str]) -> dict:
+    argv = [sys.executable, "-m", "logcount.cli", "run", "--once", "--verbose",
+            "--input-topic", topic, "--output-topic", f"{tag}-out", "--dlq-topic", f"{tag}-dlq",
+            "--group-id", tag, "--metrics-port", "0", *extra]
+    t0 = time.monotonic()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    batches = []
+    for line in proc.stdout:
+        m = _BATCH.search(line)
+        if m:
+            batches.append({"at": time.monotonic() - t0, "records": int(m[2]),
+                            "spark": float(m[3]), "commit": float(m[4])})
+    rc = proc.wait()
+    if rc != 0 or not batches:
+        raise SystemExit(f"stage exited {rc} with {len(batches)} batches")
+    later = batches[1:]
+    steady = (sum(b["records"] for b in later) / (batches[-1]["at"] - batches[0]["at"])
+              if later else 0.0)
+    return {"first_commit_s": round(batches[0]["at"], 2), "batches": len(batches),
+            "first_batch_records": batches[0]["records"],
+            "steady_lines_per_s": round(steady), "total_s": round(batches[-1]["at"], 2),
+            "spark_s": [b["spark"] for b in batches]}
+
+
+def raw_jvm(topic: str, n: int) -> float:
+    out = subprocess.run(
+        ["java", "-Xmx1g", "-cp", str(jars_dir() / "kafka" / "*"),
+         "org.apache.kafka.tools.ConsumerPerformance", "--bootstrap-server", stack.BOOTSTRAP,
+         "--topic", topic, "--num-records", str(n), "--group", f"raw-{uuid.uuid4().hex[:6]}",
+         "--timeout", "60000"], capture_output=True, text=True, check=True).stdout
+    row = [r for r in out.splitlines() if re.match(r"\d{4}-\d\d-\d\d ", r)][-1]
+    return float(row.split(",")[5])  # nMsg.sec, its own clock
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--lines", type=int, default=5_000_000)
+    ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--topic", help="reuse a loaded topic instead of writing a new one")
+    ap.add_argument("stage_args", nargs="*", help="extra `logcount run` flags (after --)")
+    args = ap.parse_args()
+    stack.up(log=lambda line: None)
+    topic = args.topic or f"steady-{uuid.uuid4().hex[:6]}"
+    if not args.topic:
+        write_topic(stack.BOOTSTRAP, topic, generate(args.lines, 1), partitions=4)
+    runs = [run_stage(topic, f"steady-{uuid.uuid4().hex[:6]}", args.stage_args)
+            for _ in range(args.runs)]
+    jvm = raw_jvm(topic, args.lines)
+    for r in runs:
+        r["ratio_to_raw_jvm"] = round(r["steady_lines_per_s"] / jvm, 3)
+    print(json.dumps({"topic": topic, "lines": args.lines, "raw_jvm_lines_per_s": round(jvm),
+                      "runs": runs}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
