@@ -55,10 +55,16 @@ engine_up() {
   say "starting dockerd (log: $state/dockerd.log; stopped by '$0 down')"
   # Its own pid file, so `down` stops exactly the engine `up` started and never a system one.
   sudo_if_needed dockerd --pidfile "$PWD/$state/dockerd.pid" > "$state/dockerd.log" 2>&1 &
-  # dockerd answers in 1-3 s; 60 s covers a loaded machine's first start of containerd.
-  for _ in $(seq 120); do docker info > /dev/null 2>&1 && return 0; sleep 0.5; done
+  local started=$!
+  # dockerd answers in 1-3 s; 60 s covers a loaded machine's first start of containerd. One that
+  # exits (no privileges for its namespaces, say) is reported at once.
+  for _ in $(seq 120); do
+    docker info > /dev/null 2>&1 && return 0
+    kill -0 "$started" 2> /dev/null || break
+    sleep 0.5
+  done
   tail -5 "$state/dockerd.log" >&2
-  no_engine "dockerd did not answer within 60 s (log: $state/dockerd.log)"
+  no_engine "dockerd did not start (log: $state/dockerd.log)"
 }
 
 engine_down() {
