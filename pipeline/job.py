@@ -21,8 +21,6 @@ from pipeline.offsets import OffsetRange
 # far inside the transaction timeout; 1% garbage in a 2M-record batch (20,000) stays under it,
 # so ordinary batches never pay for the cut (two extra Spark actions).
 MAX_MALFORMED_PER_BATCH = 50_000
-# Options of Spark's Kafka source itself (not Kafka client properties) that callers may pass.
-SOURCE_OPTIONS = frozenset({"groupIdPrefix"})
 # The first bytes of a malformed value kept in its DLQ record.
 RAW_PREFIX_BYTES = 256
 
@@ -138,9 +136,8 @@ def read_ranges(spark, bootstrap: str, topic: str, ranges: Sequence[OffsetRange]
         # re-plans the batch, instead of waiting Spark's default 120 s network timeout.
         .option("kafkaConsumer.pollTimeoutMs", "30000")
     )
-    for k, val in kafka_options.items():
-        # Source options as they are (groupIdPrefix); client properties with `kafka.`.
-        reader = reader.option(k if k in SOURCE_OPTIONS else f"kafka.{k}", val)
+    for k, val in kafka_options.items():  # Kafka client properties, group.id among them
+        reader = reader.option(f"kafka.{k}", val)
     return reader.load()
 
 
