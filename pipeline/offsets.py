@@ -8,9 +8,10 @@ from dataclasses import dataclass
 __all__ = ["FIRST_BATCH_RECORDS", "OffsetRange", "batch_cap", "plan_ranges", "resolve_starts"]
 
 # The first batch of a process is small, and each next one 4x larger up to --max-records-per-batch:
-# the first batch runs on a cold JVM (every Spark operator still interpreted), where 2M records
-# take 15-18 s, so a full-size first batch delays the first commit after every start and restart
-# by that much. 200k records commit in a few seconds even cold; the ramp reaches 2M by batch 3.
+# a process's first Spark job pays a cold cost of 3.5-4.5 s whatever its size, and a cold 2M
+# batch took 8.8 s of Spark against 4.9 s for 200k, so a full-size first batch delays the first
+# commit after every start and restart (python -m bench.steady_state: 11.8 s -> 7.6 s after
+# process start on a 5M backlog, same total). The ramp reaches 2M by batch 3.
 FIRST_BATCH_RECORDS = 200_000
 BATCH_GROWTH = 4
 

@@ -99,6 +99,11 @@ def _quiet(spark):
     # The executors' Kafka clients log every refused reconnect while a broker restarts; the
     # driver logs the failed batch once, which is what an operator needs.
     jvm = spark.sparkContext._jvm
-    jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
-        "org.apache.kafka", jvm.org.apache.logging.log4j.Level.ERROR)
+    set_level, error = (jvm.org.apache.logging.log4j.core.config.Configurator.setLevel,
+                        jvm.org.apache.logging.log4j.Level.ERROR)
+    set_level("org.apache.kafka", error)
+    # Every batch's read warns, in six lines, that kafka.group.id is set. The stage sets it on
+    # purpose (one id per stage, so the executors' consumers are reused; they assign partitions
+    # and join no group); a stage running for days would fill its log with the warning.
+    set_level("org.apache.spark.sql.kafka010.KafkaSourceProvider", error)
     return spark
