@@ -183,9 +183,8 @@ def test_the_integration_core_runs_through_testcontainers(demo):
                # containers itself.
                TESTCONTAINERS_RYUK_DISABLED="true")
     if (ROOT / ".cache" / "docker" / "standins").exists():
-        images = {s: SERVICES[s]["image"] for s in ("kafka", "mysql")}
         ci = yaml.safe_load((ROOT / "docker" / "compose.ci.yaml").read_text())["services"]
-        images = {s: ci[s]["image"] for s in images}
+        images = {s: ci[s]["image"] for s in ("kafka", "mysql")}
         env.update(LOGCOUNT_TEST_KAFKA_IMAGE=images["kafka"],
                    LOGCOUNT_TEST_MYSQL_IMAGE=images["mysql"])
     proc = subprocess.run(
