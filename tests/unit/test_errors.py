@@ -1,6 +1,13 @@
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
+from connectors.transactional_sink import (
+    OutRecord,
+    _close,
+    _produce_all,
+    _retrying,
+    kafka_error,
+)
 from core.errors import (
     AbortableKafkaError,
     FatalKafkaError,
@@ -34,3 +41,44 @@ def test_fenced_is_fatal_and_says_so():
     e = classify(_exc(KafkaError._FENCED, fatal=True), "commit")
     assert isinstance(e, FencedError) and isinstance(e, FatalKafkaError)
     assert "fenced" in str(e)
+
+
+def _left_set(exc: KafkaException) -> SystemError:
+    """What Python raises when confluent-kafka returns with `exc` still set (a fenced flush)."""
+    err = SystemError("<built-in function isinstance> returned a result with an exception set")
+    err.__cause__ = exc
+    return err
+
+
+class _Producer:
+    def __init__(self, raises: BaseException) -> None:
+        self.raises = raises
+
+    def produce(self, *args) -> None:
+        pass
+
+    def poll(self, timeout) -> int:
+        raise self.raises
+
+    def flush(self, timeout) -> int:
+        raise self.raises
+
+
+def test_a_kafka_error_left_set_by_the_client_is_still_a_kafka_error():
+    fenced = _exc(KafkaError._FENCED, fatal=True)
+    assert kafka_error(_left_set(fenced)) is fenced and kafka_error(fenced) is fenced
+    assert kafka_error(SystemError("a real bug")) is None
+    # produce/poll and the transactional calls: the one clear fenced line, not a traceback
+    with pytest.raises(FencedError):
+        _produce_all(_Producer(_left_set(fenced)), [OutRecord("t", b"k", b"v")])
+
+    def call():
+        raise _left_set(fenced)
+
+    with pytest.raises(FencedError):
+        _retrying("commit_transaction", call)
+    # closing never replaces the error that brought us there; a real bug still shows
+    _close(_Producer(_left_set(fenced)))
+    _close(_Producer(fenced))
+    with pytest.raises(SystemError):
+        _retrying("commit_transaction", lambda: (_ for _ in ()).throw(SystemError("bug")))
