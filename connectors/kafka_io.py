@@ -244,7 +244,18 @@ def list_offsets(adm: AdminClient, topic: str, partitions: Iterable[int], spec: 
     req = {TopicPartition(topic, p): spec for p in parts}
     got = _wait(adm.list_offsets(req, isolation_level=level, request_timeout=REQUEST_TIMEOUT_S),
                 f"listing offsets of {topic}")
-    return {tp.partition: info.offset for tp, info in got.items()}
+    out = {tp.partition: info.offset for tp, info in got.items()}
+    # Earliest and latest are never negative. A partition whose leader is away (a broker killed,
+    # the controller not yet done moving it) comes back as -1001 (librdkafka's "invalid") with
+    # no error, seen on the 3-broker cluster. Taken as an offset, it looks like a truncated
+    # input and the stage stops; as an error, the caller retries until the leader is back.
+    unknown = sorted(p for p, o in out.items() if o < 0)
+    if unknown:
+        raise DependencyError(
+            f"listing offsets of {topic}: no offset for partition(s) "
+            f"{', '.join(map(str, unknown))} (their leader is away: a broker down or a leader "
+            f"election)")
+    return out
 
 
 def committed_offsets(consumer: Consumer, topic: str, partitions: Iterable[int]) -> dict[int, int]:
