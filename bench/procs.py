@@ -89,6 +89,7 @@ class Child:
         self.lines: list[tuple[float, str]] = []
         self.stats = ProcStats()
         self.started = time.monotonic()
+        self.started_epoch = time.time()  # to place a child's own wall-clock stamps
         self._log = open(log_path, "a") if log_path else None  # noqa: SIM115 - closed in wait
         self.proc = subprocess.Popen(
             self.argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -130,6 +131,10 @@ class Child:
             return hit
         raise RuntimeError(f"{self.argv[0]}: no line with {needle!r} within {timeout:.0f}s; "
                            f"last output: {self.tail()}")
+
+    def timeline(self) -> list[tuple[float, str]]:
+        """The output lines with their arrival in seconds since the process was spawned."""
+        return [(t - self.started, s) for t, s in list(self.lines)]
 
     def tail(self, n: int = 5) -> str:
         return " | ".join(s for _, s in self.lines[-n:])

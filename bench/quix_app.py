@@ -5,7 +5,9 @@ imports nothing of logcount. The count is a 1-minute tumbling window over the li
 timestamp with a day of grace (the synthetic minutes arrive out of order), `.final()`: no
 output until a window closes, which is the least work Quix can do for the count, so the
 comparison is generous to it. Stops after --records input messages (on_message_processed), then
-shuts down cleanly (a last checkpoint commit). Prints one JSON line: records, seconds.
+shuts down cleanly (a last checkpoint commit). Prints `progress R` at the first message and
+every 100,000 (bench/phases.py; Quix commits on its own timer, so these are records processed,
+not committed), then one JSON line: records, seconds.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ def main() -> None:
     def processed(topic: str, partition: int, offset: int) -> None:
         nonlocal seen
         seen += 1
+        if seen == 1 or seen % 100_000 == 0:
+            print(f"progress {seen}", flush=True)
         if seen >= a.records:
             app.stop()
 

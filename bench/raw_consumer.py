@@ -1,7 +1,9 @@
 """raw_python_consumer: a confluent-kafka loop that reads the topic to its end and only counts.
 
 No parsing, no transactions, no output: the ceiling of a Python consumer on this machine.
-Prints one JSON line: records, seconds (consumer created -> last record counted).
+Prints `progress R` at the first record and every PROGRESS_EVERY (bench/phases.py: cold start
+and steady state), then one JSON line: records, seconds (consumer created -> last record
+counted).
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import json
 import time
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+PROGRESS_EVERY = 100_000
 
 
 def main() -> None:
@@ -30,6 +34,7 @@ def main() -> None:
     parts = c.list_topics(a.topic, timeout=30).topics[a.topic].partitions
     c.assign([TopicPartition(a.topic, p, OFFSET_BEGINNING) for p in parts])
     n = 0
+    mark = 1  # the next `progress` line: the first record, then every PROGRESS_EVERY
     eof: set[int] = set()
     while n < a.records and len(eof) < len(parts):
         for m in c.consume(num_messages=10_000, timeout=1.0):
@@ -37,6 +42,9 @@ def main() -> None:
                 n += 1
             elif m.error().code() == -191:  # _PARTITION_EOF
                 eof.add(m.partition())
+        if n >= mark:
+            print(f"progress {n}", flush=True)
+            mark = (n // PROGRESS_EVERY + 1) * PROGRESS_EVERY
     seconds = time.monotonic() - t0
     c.close()
     print(json.dumps({"records": n, "seconds": seconds}), flush=True)

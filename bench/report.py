@@ -10,11 +10,13 @@ from pathlib import Path
 CONTENDERS = ("raw_jvm_consumer", "raw_python_consumer", "spark_structured_streaming",
               "quixstreams_eos", "logcount_eos", "logcount_alos")
 
-# (what, logcount_eos / that contender at least): issue 5's goals
+# (other, logcount_eos's steady state / the other's at least): issue 15's goals (raw JVM, alos)
+# and issue 5's that still stand (Structured Streaming, Quix Streams)
 RATIO_GOALS = (("raw_jvm_consumer", 0.5), ("spark_structured_streaming", 1.0),
-               ("quixstreams_eos", 5.0), ("logcount_alos", 0.95))
-P99_GOAL_MS = 2000
-RECOVERY_GOAL_S = 15
+               ("quixstreams_eos", 5.0), ("logcount_alos", 0.97))
+FIRST_COMMIT_GOAL_S = 5.0
+P99_GOAL_MS = 300
+RECOVERY_GOAL_S = 5.0
 RSS_GOAL = 1.1
 
 
@@ -25,6 +27,8 @@ def assemble(runs: dict[str, dict], latency: dict[str, dict], recovery: dict, li
     half = latency.get("0.5", {})
     results = {
         "throughput_lines_per_s": tp,
+        "steady_lines_per_s": {k: runs[k].get("steady_lines_per_s") for k in CONTENDERS},
+        "cold_start_s": {k: runs[k].get("cold_start_s") for k in CONTENDERS},
         "wall_lines_per_s": {k: runs[k]["wall_lines_per_s"] for k in CONTENDERS},
         "lines_per_cpu_s": {k: runs[k]["lines_per_cpu_s"] for k in CONTENDERS},
         "latency_ms": {"p50": half.get("p50"), "p99": half.get("p99"), "by_trigger": latency},
@@ -49,38 +53,57 @@ def assemble(runs: dict[str, dict], latency: dict[str, dict], recovery: dict, li
 
 
 def goals(r: dict) -> list[dict]:
-    tp = r["throughput_lines_per_s"]
-    eos = tp["logcount_eos"]
+    """Each goal with its value and verdict; a figure the run could not give is not met."""
+    steady = r["steady_lines_per_s"]
+    eos = steady["logcount_eos"]
     out = []
     for other, ratio in RATIO_GOALS:
-        got = eos / tp[other] if tp[other] else float("inf")
-        out.append({"goal": f"logcount_eos >= {ratio:g} x {other}", "value": round(got, 2),
-                    "met": got >= ratio})
-    p99 = r["latency_ms"]["p99"]
-    out.append({"goal": f"p99 latency <= {P99_GOAL_MS} ms at a 0.5 s trigger", "value": p99,
-                "met": p99 is not None and p99 <= P99_GOAL_MS})
+        got = eos / steady[other] if eos and steady[other] else None
+        out.append(_goal(f"logcount_eos >= {ratio:g} x {other} (steady state)",
+                         None if got is None else round(got, 2), got is not None and got >= ratio))
+    first = r["cold_start_s"]["logcount_eos"]
+    out.append(_goal(f"first commit <= {FIRST_COMMIT_GOAL_S:g} s after process start", first,
+                     first is not None and first <= FIRST_COMMIT_GOAL_S))
+    # The lowest p99 of the triggers run: the trigger is the user's choice.
+    by_trigger = r["latency_ms"]["by_trigger"]
+    best = min(by_trigger.values(), key=lambda x: x["p99"], default=None)
+    p99 = best["p99"] if best else None
+    rate = f"{best['rate_lines_per_s']:,}" if best else "?"
+    trigger = f"{best['trigger_interval_s']:g}" if best else "?"
+    out.append(_goal(f"p99 latency <= {P99_GOAL_MS} ms at {rate} lines/s (trigger {trigger} s)",
+                     p99, p99 is not None and p99 <= P99_GOAL_MS))
     rec = r["recovery_s"]
-    out.append({"goal": f"recovery <= {RECOVERY_GOAL_S} s", "value": rec,
-                "met": rec is not None and rec <= RECOVERY_GOAL_S})
+    out.append(_goal(f"recovery <= {RECOVERY_GOAL_S:g} s", rec,
+                     rec is not None and rec <= RECOVERY_GOAL_S))
     rss = r["driver_rss_mb"]
     ratio = rss["large"] / rss["small"] if rss["small"] else float("inf")
-    out.append({"goal": f"driver RSS large <= {RSS_GOAL} x small", "value": round(ratio, 2),
-                "met": ratio <= RSS_GOAL})
+    out.append(_goal(f"driver RSS large <= {RSS_GOAL} x small", round(ratio, 2),
+                     ratio <= RSS_GOAL))
     return out
+
+
+def _goal(goal: str, value, met: bool) -> dict:
+    return {"goal": goal, "value": value, "met": met}
+
+
+def _n(x) -> str:
+    return "-" if x is None else f"{x:,}"
 
 
 def markdown(r: dict) -> str:
     runs = r["runs"]
     lines = [f"### Benchmark: {r['lines']:,} lines, {r['cores']} cores "
              f"(bench took {r['bench_seconds']} s)", "",
-             "| contender | lines/s (processing) | lines/s (wall, with start-up) | "
-             "lines per CPU-s | records | seconds | wall s |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+             "| contender | cold start s (first result) | lines/s (steady state) | "
+             "lines/s (processing) | lines/s (wall, with start-up) | lines per CPU-s | records | "
+             "seconds | wall s |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for k in CONTENDERS:
         x = runs[k]
-        lines.append(f"| {k} | {x['lines_per_s']:,} | {x['wall_lines_per_s']:,} | "
-                     f"{x['lines_per_cpu_s']:,} | {x['records']:,} | {x['seconds']} | "
-                     f"{x['wall_seconds']} |")
+        lines.append(f"| {k} | {_n(x.get('cold_start_s'))} | "
+                     f"{_n(x.get('steady_lines_per_s'))} | {x['lines_per_s']:,} | "
+                     f"{x['wall_lines_per_s']:,} | {x['lines_per_cpu_s']:,} | "
+                     f"{x['records']:,} | {x['seconds']} | {x['wall_seconds']} |")
     lat = r["latency_ms"]["by_trigger"]
     lines += ["", "| latency (produce -> seen by a read_committed reader) | p50 ms | p99 ms | "
               "max ms | probes seen | rate lines/s | p99 ms in the warm-up |",
@@ -99,39 +122,66 @@ def markdown(r: dict) -> str:
               f"{rss['large']} MB at {r['large_lines']:,}; the Spark JVM (local mode: driver "
               f"and executors): {rss['jvm_small']} MB and {rss['jvm_large']} MB.", "",
               "| goal | value | met |", "|---|---:|---|"]
-    lines += [f"| {g['goal']} | {g['value']} | {'yes' if g['met'] else '**no**'} |"
+    lines += [f"| {g['goal']} | {_n(g['value'])} | {'yes' if g['met'] else '**no**'} |"
               for g in r["goals"]]
     return "\n".join(lines) + "\n"
 
 
 def plot(r: dict, path: Path) -> None:
+    """results.png: steady-state and processing throughput, cold start, latency, scaling."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (a, b) = plt.subplots(1, 2, figsize=(13, 4.8), gridspec_kw={"width_ratios": [3, 2]})
+    fig, ((a, b), (c, d)) = plt.subplots(2, 2, figsize=(13, 8.5))
     names = list(CONTENDERS)
-    vals = [r["throughput_lines_per_s"][k] / 1000 for k in names]
-    colors = ["#888", "#aaa", "#e8a33d", "#6a9fd4", "#2c7a3f", "#7fbf7b"]
-    a.barh(names, vals, color=colors)
-    for i, v in enumerate(vals):
-        a.text(v, i, f" {v:,.0f}k", va="center", fontsize=8)
+    steady = [(r["steady_lines_per_s"][k] or 0) / 1000 for k in names]
+    whole = [r["throughput_lines_per_s"][k] / 1000 for k in names]
+    ys = range(len(names))
+    a.barh([y - 0.2 for y in ys], steady, height=0.4, color="#2c7a3f", label="steady state")
+    a.barh([y + 0.2 for y in ys], whole, height=0.4, color="#9cc9a0",
+           label="processing (first batch included)")
+    for y, v in zip(ys, steady, strict=True):
+        a.text(v, y - 0.2, f" {v:,.0f}k", va="center", fontsize=7)
+    a.set_yticks(list(ys), names, fontsize=8)
     a.invert_yaxis()
-    a.set_xlabel("thousand lines/s (processing; higher is better)")
-    a.set_title(f"Backlog of {r['lines']:,} lines, {r['cores']} cores")
+    a.set_xlabel("thousand lines/s (higher is better)")
+    a.set_title(f"Backlog of {r['lines']:,} lines, {r['cores']} cores", fontsize=10)
+    a.legend(fontsize=7, loc="lower right")
+
+    cold = [r["cold_start_s"][k] or 0 for k in names]
+    b.barh(names, cold, color="#6a9fd4")
+    for y, v in enumerate(cold):
+        b.text(v, y, f" {v:.1f} s", va="center", fontsize=7)
+    b.axvline(FIRST_COMMIT_GOAL_S, color="#c33", ls="--", lw=1)
+    b.invert_yaxis()
+    b.tick_params(axis="y", labelsize=8)
+    b.set_xlabel("seconds from process start to the first result (lower is better)")
+    b.set_title(f"Cold start (goal for logcount_eos: {FIRST_COMMIT_GOAL_S:g} s)", fontsize=10)
+
+    lat = r["latency_ms"]["by_trigger"]
+    triggers = list(lat)
+    xs = range(len(triggers))
+    c.bar([x - 0.2 for x in xs], [lat[t]["p50"] for t in triggers], width=0.4, label="p50",
+          color="#e8a33d")
+    c.bar([x + 0.2 for x in xs], [lat[t]["p99"] for t in triggers], width=0.4, label="p99",
+          color="#b5651d")
+    c.axhline(P99_GOAL_MS, color="#c33", ls="--", lw=1, label=f"p99 goal {P99_GOAL_MS} ms")
+    c.set_xticks(list(xs), [f"trigger {t} s" for t in triggers])
+    c.set_ylabel("ms, produced -> seen with read_committed")
+    c.set_title("End-to-end latency, exactly-once", fontsize=10)
+    c.legend(fontsize=7)
+
     sc = r["scaling_lines_per_s"]
-    labels = [f"{c} core" for c in sc["spark_cores"]] + [
+    labels = [f"{k} core" for k in sc["spark_cores"]] + [
         f"{p} part." for p in sc["input_partitions"]]
     svals = [v / 1000 for v in list(sc["spark_cores"].values())
              + list(sc["input_partitions"].values())]
-    b.bar(labels, svals, color=["#2c7a3f"] * len(sc["spark_cores"])
+    d.bar(labels, svals, color=["#2c7a3f"] * len(sc["spark_cores"])
           + ["#7fbf7b"] * len(sc["input_partitions"]))
-    b.set_ylabel("thousand lines/s")
-    lat = r["latency_ms"]
-    b.set_title(f"logcount_eos by Spark cores and input partitions\n"
-                f"latency p50 {lat['p50']:.0f} ms, p99 {lat['p99']:.0f} ms at a 0.5 s trigger",
-                fontsize=10)
+    d.set_ylabel("thousand lines/s (processing)")
+    d.set_title("logcount_eos by Spark cores and input partitions", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=100)
     plt.close(fig)

@@ -4,7 +4,9 @@ Each contender is its own process (bench/procs.py measures its CPU and memory). 
 records / processing seconds, where processing starts when the contender starts reading (the
 stage's first plan, the streaming query's start, the consumer's creation, the JVM tool's own
 start) and ends at its last commit; start-up (JVM, Spark session) is reported apart, as wall
-throughput, because a streaming stage pays it once per deployment.
+throughput, because a streaming stage pays it once per deployment. Each contender's progress
+lines also give its cold start (process start -> first result) and its steady state (after the
+first result), apart (bench/phases.py).
 """
 
 from __future__ import annotations
@@ -17,10 +19,9 @@ import signal
 import sys
 import time
 import uuid
-from datetime import datetime
 from pathlib import Path
 
-from bench import data, report
+from bench import data, phases, report
 from bench.latency import ProbeReader, RateProducer, percentile
 from bench.procs import Child
 from connectors import kafka_io, stack
@@ -55,7 +56,10 @@ class Bench:
         log.info("%s: %s", label, " ".join(argv))
         return Child(argv, log_path=str(self.logs / f"{label}.log"))
 
-    def record(self, label: str, child: Child, records: int, seconds: float) -> dict:
+    def record(self, label: str, child: Child, records: int, seconds: float,
+               checkpoints: list[phases.Checkpoint]) -> dict:
+        """One contender's figures: processing and wall throughput, CPU, memory, and (from its
+        checkpoints) cold start and steady state apart."""
         run = {"records": records, "seconds": round(seconds, 3),
                "wall_seconds": round(child.elapsed, 3),
                "cpu_seconds": round(child.stats.cpu_seconds, 2),
@@ -64,25 +68,38 @@ class Bench:
                "lines_per_cpu_s": round(records / child.stats.cpu_seconds)
                if child.stats.cpu_seconds else 0,
                "driver_rss_mb": round(child.stats.root_peak_rss_mb, 1),
-               "jvm_rss_mb": round(child.stats.peak_rss_mb("java"), 1)}
+               "jvm_rss_mb": round(child.stats.peak_rss_mb("java"), 1),
+               **phases.split(checkpoints)}
         self.runs[label] = run
-        log.info("%s: %d records in %.2fs (%d lines/s; wall %.1fs; cpu %.1fs)", label, records,
-                 seconds, run["lines_per_s"], child.elapsed, child.stats.cpu_seconds)
+        log.info("%s: %d records in %.2fs (%d lines/s; wall %.1fs; cpu %.1fs; cold start %ss, "
+                 "steady %s lines/s)", label, records, seconds, run["lines_per_s"],
+                 child.elapsed, child.stats.cpu_seconds, run["cold_start_s"],
+                 run["steady_lines_per_s"])
         return run
 
     # -- contenders ---------------------------------------------------------------------------
     def raw_jvm(self, topic: str, n: int) -> dict:
-        classpath = str(jars_dir() / "kafka" / "*")
-        c = self.child("raw_jvm_consumer", [
-            "java", "-Xmx1g", "-cp", classpath, "org.apache.kafka.tools.ConsumerPerformance",
-            "--bootstrap-server", self.bootstrap, "--topic", topic, "--num-records", str(n),
-            "--group", self.name("jvm"), "--timeout", "60000"])
-        self.check(c, c.wait(RUN_TIMEOUT_S))
-        # start.time, end.time, MB, MB.sec, nMsg, nMsg.sec, ...: its own timing, JVM start excluded
+        def perf(label: str, group: str, *extra: str) -> Child:
+            c = self.child(label, [
+                "java", "-Xmx1g", "-cp", str(jars_dir() / "kafka" / "*"),
+                "org.apache.kafka.tools.ConsumerPerformance", "--bootstrap-server", self.bootstrap,
+                "--topic", topic, "--num-records", str(n), "--group", self.name(group),
+                "--timeout", "60000", *extra])
+            self.check(c, c.wait(RUN_TIMEOUT_S))
+            return c
+
+        # Two runs, because the tool prints either its total (start.time, end.time, MB, MB.sec,
+        # nMsg, ...: its own timing, JVM start excluded) or, with --show-detailed-stats, a row per
+        # interval and no total. The total gives the processing figure; the rows (100 ms apart)
+        # give cold start and steady state. Both read the same topic from the page cache.
+        c = perf("raw_jvm_consumer", "jvm")
         row = next(s for _, s in reversed(c.lines) if re.match(r"\d{4}-\d\d-\d\d ", s))
         cols = [x.strip() for x in row.split(",")]
-        seconds = _ts(cols[1]) - _ts(cols[0])
-        return self.record("raw_jvm_consumer", c, int(cols[4]), seconds)
+        seconds = phases.jvm_time(cols[1]) - phases.jvm_time(cols[0])
+        d = perf("raw_jvm_consumer_detailed", "jvm-detailed", "--show-detailed-stats",
+                 "--reporting-interval", "100")
+        return self.record("raw_jvm_consumer", c, int(cols[4]), seconds,
+                           phases.jvm_checkpoints(d.lines, d.started_epoch))
 
     def raw_python(self, topic: str, n: int) -> dict:
         c = self.child("raw_python_consumer", [
@@ -90,7 +107,8 @@ class Bench:
             "--topic", topic, "--records", str(n), "--group-id", self.name("py")])
         self.check(c, c.wait(RUN_TIMEOUT_S))
         got = _json_line(c)
-        return self.record("raw_python_consumer", c, got["records"], got["seconds"])
+        return self.record("raw_python_consumer", c, got["records"], got["seconds"],
+                           phases.progress_checkpoints(c.timeline()))
 
     def sss(self, topic: str) -> dict:
         c = self.child("spark_structured_streaming", [
@@ -98,7 +116,8 @@ class Bench:
             "--topic", topic, "--output-topic", self.name("sss-out")])
         self.check(c, c.wait(RUN_TIMEOUT_S))
         got = _json_line(c)
-        return self.record("spark_structured_streaming", c, got["records"], got["seconds"])
+        return self.record("spark_structured_streaming", c, got["records"], got["seconds"],
+                           phases.progress_checkpoints(c.timeline()))
 
     def quix(self, topic: str, n: int) -> dict:
         python = quix_python()
@@ -108,7 +127,8 @@ class Bench:
             "--group-id", self.name("quix"), "--records", str(n)])
         self.check(c, c.wait(RUN_TIMEOUT_S))
         got = _json_line(c)
-        return self.record("quixstreams_eos", c, got["records"], got["seconds"])
+        return self.record("quixstreams_eos", c, got["records"], got["seconds"],
+                           phases.progress_checkpoints(c.timeline()))
 
     def stage_argv(self, topic: str, tag: str, *extra: str) -> list[str]:
         return [sys.executable, "-m", "logcount.cli", "run", "--bootstrap-servers",
@@ -122,7 +142,8 @@ class Bench:
         m = next((m for _, s in c.lines if (m := _STOPPED.search(s))), None)
         if m is None:
             raise DependencyError(f"{label}: no closing line; last output: {c.tail()}")
-        return self.record(label, c, int(m.group(1)), float(m.group(2)))
+        return self.record(label, c, int(m.group(1)), float(m.group(2)),
+                           phases.stage_checkpoints(c.timeline()))
 
     def check(self, c: Child, rc: int) -> None:
         if rc != 0:
@@ -201,11 +222,6 @@ class Bench:
         return result
 
 
-def _ts(text: str) -> float:
-    """ConsumerPerformance's 'YYYY-MM-DD HH:MM:SS:mmm' -> seconds since the epoch."""
-    return datetime.strptime(text.strip(), "%Y-%m-%d %H:%M:%S:%f").timestamp()
-
-
 def _json_line(c: Child) -> dict:
     for _, s in reversed(c.lines):
         if s.startswith("{"):
@@ -239,8 +255,9 @@ def run_bench(s: BenchSettings) -> int:
     n = s.lines
     quix_n = min(s.quix_lines or n, n)
     large = n * s.large_factor
-    # records each step reads, for the progress bar: 2x produce, the contenders, scaling, RSS
-    steps = [n * 4, n, n, n, quix_n, n, n, n, n, n, large, large]
+    # records each step reads, for the progress bar: 2x produce, the contenders (the JVM tool
+    # twice), scaling, RSS
+    steps = [n * 4, n * 2, n, n, quix_n, n, n, n, n, n, large, large]
     progress = Progress(sum(steps), "bench")
     os.environ.setdefault("PYTHONPATH", str(home()))
     t_start = time.monotonic()
@@ -256,7 +273,7 @@ def run_bench(s: BenchSettings) -> int:
                          on_progress=lambda k: progress.advance(k // s.large_factor))
         main = topics[4]
         b.raw_jvm(main, n)
-        progress.advance(n)
+        progress.advance(n * 2)
         b.raw_python(main, n)
         progress.advance(n)
         b.sss(main)

@@ -3,8 +3,9 @@
 readStream kafka -> parse -> groupBy(1-minute window).count() -> writeStream kafka (update
 mode, a checkpoint directory; Spark's Kafka sink is at-least-once). The backlog is processed
 with Trigger.AvailableNow in micro-batches of at most --max-records, logcount's batch size.
-Same Spark session settings as the stage (pipeline.spark.spark_session). Prints one JSON line:
-records, seconds (query started -> query finished), session_seconds.
+Same Spark session settings as the stage (pipeline.spark.spark_session). Prints `progress R`
+after each micro-batch, then one JSON line: records, seconds (query started -> query finished),
+session_seconds.
 """
 
 from __future__ import annotations
@@ -55,9 +56,27 @@ def main() -> None:
              .option("kafka.bootstrap.servers", a.bootstrap_servers)
              .option("topic", a.output_topic).option("checkpointLocation", ckpt)
              .trigger(availableNow=True).start())
-        q.awaitTermination()
+        # A `progress R` line per finished micro-batch (its output written): the checkpoints of
+        # bench/phases.py. Polled every 50 ms, so a checkpoint is late by at most that much.
+        seen: set[int] = set()
+        records = 0
+
+        def report() -> None:
+            nonlocal records
+            last = q.lastProgress  # one object: cheap to poll; the whole history when it moved
+            if last is None or last.batchId in seen:
+                return
+            for p in q.recentProgress:
+                if p.batchId not in seen:
+                    seen.add(p.batchId)
+                    records += p.numInputRows
+                    if p.numInputRows:
+                        print(f"progress {records}", flush=True)
+
+        while not q.awaitTermination(0.05):
+            report()
         t2 = time.monotonic()
-        records = sum(p["numInputRows"] for p in q.recentProgress)
+        report()
     print(json.dumps({"records": records, "seconds": t2 - t1, "session_seconds": t1 - t0}),
           flush=True)
     spark.stop()
