@@ -171,7 +171,7 @@ def plot(r: dict, path: Path) -> None:
     c.set_xticks(list(xs), [f"trigger {t} s" for t in triggers])
     c.set_ylabel("ms, produced -> seen with read_committed")
     c.set_title("End-to-end latency, exactly-once", fontsize=10)
-    c.legend(fontsize=7)
+    c.legend(fontsize=7, loc="upper left")
 
     sc = r["scaling_lines_per_s"]
     labels = [f"{k} core" for k in sc["spark_cores"]] + [

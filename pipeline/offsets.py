@@ -7,13 +7,15 @@ from dataclasses import dataclass
 
 __all__ = ["FIRST_BATCH_RECORDS", "OffsetRange", "batch_cap", "plan_ranges", "resolve_starts"]
 
-# The first batch of a process is small, and each next one 4x larger up to --max-records-per-batch:
-# a process's first Spark job pays a cold cost of 3.5-4.5 s whatever its size, and a cold 2M
-# batch took 8.8 s of Spark against 4.9 s for 200k, so a full-size first batch delays the first
-# commit after every start and restart (python -m bench.steady_state: 11.8 s -> 7.6 s after
-# process start on a 5M backlog, same total). The ramp reaches 2M by batch 3.
-FIRST_BATCH_RECORDS = 200_000
-BATCH_GROWTH = 4
+# The first batch of a process is small, and each next one 10x larger up to
+# --max-records-per-batch (20k, 200k, 2M): a process's first Spark job pays a cold cost of about
+# 4 s whatever its size (4.0 s of Spark for 20k records, 5.0 s for 200k, 8.8 s for 2M), so a
+# large first batch delays the first commit after every start and restart. Measured with
+# `python -m bench.steady_state --runs 2` on a 5M backlog, first commit / total: 2M first 11.8 s /
+# 18.5 s; 200k x4: 7.9 s / 19.2 s; 50k x8: 7.2 s / 19.8 s; 20k x10: 6.9 s / 19.8 s. The last
+# buys a second of first commit (and of recovery) for 0.6 s on 5M lines (one more batch).
+FIRST_BATCH_RECORDS = 20_000
+BATCH_GROWTH = 10
 
 
 @dataclass(frozen=True, slots=True)
