@@ -3,8 +3,8 @@
 Loads N synthetic lines into a fresh 4-partition topic on the embedded stack (once per run), then
 runs `logcount run --once` on it `--runs` times, each with a fresh group, and reads the stage's
 own lines as they arrive: the first commit's delay from process start (cold start), each batch's
-records and Spark and commit seconds, and the steady-state rate = the records of batches 2.. /
-the time from the first commit to the last (the cold first batch drops out). Kafka's
+Spark seconds, and the steady-state rate = the records of batches 2.. / the time from the first
+commit to the last (the cold first batch drops out; bench/phases.py, as `logcount bench`). Kafka's
 ConsumerPerformance reads the same topic in the same run as the raw-JVM anchor. A quick
 before/after tool for one change; `logcount bench` is the full side-by-side run.
 """
@@ -19,11 +19,12 @@ import sys
 import time
 import uuid
 
+from bench import phases
 from bench.data import generate, write_topic
 from connectors import stack
 from core.paths import jars_dir
 
-_BATCH = re.compile(r"batch (\d+) committed: .*records (\d+),.* spark ([\d.]+)s, commit ([\d.]+)s")
+_SPARK = re.compile(r"batch \d+ committed: .* spark ([\d.]+)s, commit")
 
 
 def run_stage(topic: str, tag: str, extra: list[str]) -> dict:
@@ -32,22 +33,17 @@ def run_stage(topic: str, tag: str, extra: list[str]) -> dict:
             "--group-id", tag, "--metrics-port", "0", *extra]
     t0 = time.monotonic()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    batches = []
-    for line in proc.stdout:
-        m = _BATCH.search(line)
-        if m:
-            batches.append({"at": time.monotonic() - t0, "records": int(m[2]),
-                            "spark": float(m[3]), "commit": float(m[4])})
+    lines = [(time.monotonic() - t0, line) for line in proc.stdout]
     rc = proc.wait()
-    if rc != 0 or not batches:
-        raise SystemExit(f"stage exited {rc} with {len(batches)} batches")
-    later = batches[1:]
-    steady = (sum(b["records"] for b in later) / (batches[-1]["at"] - batches[0]["at"])
-              if later else 0.0)
-    return {"first_commit_s": round(batches[0]["at"], 2), "batches": len(batches),
-            "first_batch_records": batches[0]["records"],
-            "steady_lines_per_s": round(steady), "total_s": round(batches[-1]["at"], 2),
-            "spark_s": [b["spark"] for b in batches]}
+    checkpoints = phases.stage_checkpoints(lines)
+    if rc != 0 or not checkpoints:
+        raise SystemExit(f"stage exited {rc} with {len(checkpoints)} batches")
+    split = phases.split(checkpoints)
+    return {"first_commit_s": split["cold_start_s"], "batches": len(checkpoints),
+            "first_batch_records": checkpoints[0][1],
+            "steady_lines_per_s": split["steady_lines_per_s"] or 0,
+            "total_s": round(checkpoints[-1][0], 2),
+            "spark_s": [float(m[1]) for _, s in lines if (m := _SPARK.search(s))]}
 
 
 def raw_jvm(topic: str, n: int) -> float:
