@@ -28,6 +28,7 @@ from core.errors import (
     FatalKafkaError,
     RetriableKafkaError,
     classify,
+    kafka_error,
 )
 
 log = logging.getLogger("logcount.txn")
@@ -118,16 +119,6 @@ def _produce_all(producer: Producer, records: Sequence[OutRecord]) -> None:
             raise
         raise classify(kexc, "produce") from exc
 
-
-def kafka_error(exc: BaseException) -> KafkaException | None:
-    """The KafkaException behind `exc`: itself, or the one confluent-kafka left set when a call
-    returned anyway, which Python reports as a SystemError caused by it (seen with a fenced
-    producer). None for anything else, which is a bug to show, not a Kafka error to classify."""
-    if isinstance(exc, KafkaException):
-        return exc
-    if isinstance(exc, SystemError) and isinstance(exc.__cause__, KafkaException):
-        return exc.__cause__
-    return None
 
 
 class TransactionalSink:

@@ -11,7 +11,8 @@
             ├── FencedError       a newer instance owns the transactional.id   -> exit 1
             └── AuthorizationError  the cluster denied us (ACLs, credentials)  -> exit 1
 
-`classify()` maps a confluent_kafka.KafkaException onto the KafkaClientError branch.
+`classify()` maps a confluent_kafka.KafkaException onto the KafkaClientError branch;
+`kafka_error()` finds that exception behind what confluent-kafka actually raised.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ __all__ = [
     "StackError",
     "classify",
     "denied",
+    "kafka_error",
 ]
 
 
@@ -108,6 +110,18 @@ def denied(err: KafkaError | None, doing: str, resource: str = "") -> Authorizat
 
 
 _FENCED_CODES = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
+
+
+def kafka_error(exc: BaseException) -> KafkaException | None:
+    """The KafkaException behind `exc`: itself, or the one confluent-kafka left set when a call
+    returned anyway, which Python reports as a SystemError caused by it (seen with a fenced
+    producer's flush). None for anything else, which is a bug to show, not a Kafka error to
+    classify."""
+    if isinstance(exc, KafkaException):
+        return exc
+    if isinstance(exc, SystemError) and isinstance(exc.__cause__, KafkaException):
+        return exc.__cause__
+    return None
 
 
 def classify(exc: KafkaException, doing: str) -> KafkaClientError:

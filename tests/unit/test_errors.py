@@ -6,7 +6,6 @@ from connectors.transactional_sink import (
     _close,
     _produce_all,
     _retrying,
-    kafka_error,
 )
 from core.errors import (
     AbortableKafkaError,
@@ -14,6 +13,7 @@ from core.errors import (
     FencedError,
     RetriableKafkaError,
     classify,
+    kafka_error,
 )
 
 pytestmark = pytest.mark.unit
