@@ -35,6 +35,22 @@ SQL_CONF = {
 }
 KAFKA_PACKAGE = "org.apache.spark:spark-sql-kafka-0-10_2.13"
 
+# Our own driver JVM's collector and JIT (in local mode the executors' tasks run in it too).
+# - Parallel GC: the batch allocates short-lived rows fast and never needs short pauses (the
+#   driver serves no requests), so the throughput collector beats G1's concurrent threads,
+#   which compete with the tasks for the 2 cores.
+# - C2 compiles a method only at 10x HotSpot's default invocation counts: a cold first batch
+#   otherwise spends a core compiling Spark's planner with C2 for one job's sake; C1 code runs
+#   that well enough, and the per-row code of steady batches is hot enough to reach C2 anyway.
+# Measured with `python -m bench.steady_state --topic T --lines 2000000 --runs 2` (2 cores):
+# first commit 6.9 -> 5.7-5.9 s, all 2M committed 12.5-13.1 -> 11.0-11.2 s. C1 alone
+# (-XX:TieredStopAtLevel=1) commits first at 4.7-5.0 s but its steady batches are ~25% slower;
+# 30x the counts, or later C1 too, were slower than 10x.
+DRIVER_JVM_OPTIONS = (
+    "-XX:+UseParallelGC -XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000 "
+    "-XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000"
+)
+
 
 def under_spark_submit() -> bool:
     """True when spark-submit (or a pyspark shell) started this Python process: its JVM is
@@ -44,8 +60,8 @@ def under_spark_submit() -> bool:
 
 def spark_session(master: str, app_name: str = "logcount", java_options: str | None = None):
     """The stage's session: spark-submit's when it started us, else our own (it takes seconds
-    to start; batches reuse it). `java_options` are our own driver JVM's; by default those of
-    set-up's CDS archive, if any."""
+    to start; batches reuse it). Our own driver JVM gets DRIVER_JVM_OPTIONS and `java_options`:
+    by default those of set-up's CDS archive, if any."""
     from pyspark.sql import SparkSession
 
     if under_spark_submit():
@@ -62,8 +78,8 @@ def spark_session(master: str, app_name: str = "logcount", java_options: str | N
         builder = builder.config(key, value)
     if java_options is None:
         java_options = spark_java_options()  # the class-data-sharing archive, when set-up made one
-    if java_options:
-        builder = builder.config("spark.driver.extraJavaOptions", java_options)
+    builder = builder.config("spark.driver.extraJavaOptions",
+                             f"{DRIVER_JVM_OPTIONS} {java_options or ''}".strip())
     if master.startswith("spark://"):
         host = os.environ.get("LOGCOUNT_SPARK_DRIVER_HOST", "127.0.0.1")
         builder = builder.config("spark.driver.host", host)

@@ -1,4 +1,4 @@
-"""pipeline/cds.py: the driver JVM uses the archive only when set-up made one."""
+"""pipeline/cds.py: the driver JVM uses the archive only when set-up made one; its options start."""
 
 import pytest
 
@@ -28,3 +28,19 @@ def test_archive_name_follows_the_connector_jars(tmp_path, monkeypatch):
     before = cds.archive_path()
     (tmp_path / "spark-kafka" / "kafka-clients-3.9.0.jar").write_bytes(b"")
     assert cds.archive_path() != before
+
+
+def test_driver_jvm_options_start_this_machines_java():
+    """A misspelt -XX flag stops the JVM before Spark starts: every stage would fail to start."""
+    import shlex
+    import subprocess
+
+    from pipeline.spark import DRIVER_JVM_OPTIONS
+
+    done = subprocess.run(["java", *shlex.split(DRIVER_JVM_OPTIONS), "-XX:+PrintFlagsFinal",
+                           "-version"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    final = {line.split()[1]: line.split()[3] for line in done.stdout.splitlines()
+             if line.count("=") == 1 and len(line.split()) >= 4}
+    assert final["UseParallelGC"] == "true"
+    assert final["Tier4InvocationThreshold"] == "50000"
