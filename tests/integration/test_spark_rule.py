@@ -95,3 +95,32 @@ def test_malformed_refs_come_back_bounded_per_partition(spark):
         (p, k) for p in (0, 1) for k in range(1, 12))
     assert max(r["bad_offset"] for r in bad if r["p"] == 0) == 20
     assert sum(r["n"] for r in rows if r["minute"] is not None) == 30
+
+
+def test_plans_built_once_keep_their_level_bound_and_horizon_apart(spark):
+    """batch_frame reuses its columns per (session, level, bound, horizon): a batch must still
+    get exactly its own, whatever was built before it, and the same twice in a row."""
+    lines = [b"2017-07-30 14:08:59 ERROR early", b"2017-07-30 14:09:08 ERROR a",
+             b"2017-07-30 14:09:09 INFO b", b"2017-07-30 14:10:00 INFO c"] + [b"junk"] * 5
+    df = spark.createDataFrame([(0, i, v) for i, v in enumerate(lines)],
+                               "partition int, offset long, value binary")
+    other = spark.createDataFrame([(1, 100 + i, v) for i, v in enumerate(reversed(lines))],
+                                  "partition int, offset long, value binary")
+
+    def run(frame, level, bound, late=None):
+        rows = batch_frame(frame, level, bound, late).collect()
+        res = batch_result(rows, [OffsetRange(0, 0, len(lines))])
+        return res.counts, sorted((m.offset, m.reason) for m in res.malformed)
+
+    errors = ({"2017-07-30 14:08:00": 1, "2017-07-30 14:09:00": 1}, 5)
+    for _ in range(2):
+        counts, bad = run(df, "ERROR", 10)
+        assert (counts, len(bad)) == errors
+        counts, bad = run(df, "INFO", 10)
+        assert counts == {"2017-07-30 14:09:00": 1, "2017-07-30 14:10:00": 1} and len(bad) == 5
+        counts, bad = run(df, "ERROR", 2)  # two refs plus the one that says where to cut
+        assert [o for o, _ in bad] == [4, 5, 6]
+        counts, bad = run(df, "ERROR", 10, "2017-07-30 14:09")
+        assert counts == {"2017-07-30 14:09:00": 1} and (0, "late") in bad
+        counts, bad = run(other, "ERROR", 10)  # another DataFrame, the same columns
+        assert (counts, len(bad)) == errors and min(o for o, _ in bad) == 100
