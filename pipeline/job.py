@@ -80,7 +80,7 @@ def batch_frame(df, level: str, malformed_per_partition: int, late_before: str |
     return agg.withColumn("rn", c.window).filter(c.keep)
 
 
-# Every Column is a py4j round trip to build: the ~120 of the plan took 0.10-0.15 s per batch,
+# Every Column is a py4j round trip to build: the ~120 of the plan took 0.10-0.19 s per batch,
 # a third of a small batch's warm cost. They are unresolved expressions, valid for any DataFrame
 # of the session's JVM, so each (JVM, level, bound, horizon) builds them once; the horizon moves
 # at most once a minute. Keyed by the SparkContext: a new session never gets another's columns.
