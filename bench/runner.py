@@ -80,11 +80,8 @@ class Bench:
     # -- contenders ---------------------------------------------------------------------------
     def raw_jvm(self, topic: str, n: int) -> dict:
         def perf(label: str, group: str, *extra: str) -> Child:
-            c = self.child(label, [
-                "java", "-Xmx1g", "-cp", str(jars_dir() / "kafka" / "*"),
-                "org.apache.kafka.tools.ConsumerPerformance", "--bootstrap-server", self.bootstrap,
-                "--topic", topic, "--num-records", str(n), "--group", self.name(group),
-                "--timeout", "60000", *extra])
+            c = self.child(label, consumer_performance_argv(self.bootstrap, topic, n,
+                                                            self.name(group), *extra))
             self.check(c, c.wait(RUN_TIMEOUT_S))
             return c
 
@@ -220,6 +217,15 @@ class Bench:
         result = {"recovery_s": round(t - killed, 2)}
         log.info("recovery: %s", result)
         return result
+
+
+def consumer_performance_argv(bootstrap: str, topic: str, n: int, group: str,
+                              *extra: str) -> list[str]:
+    """Kafka's own ConsumerPerformance from the broker jars: the raw-JVM anchor of every run."""
+    return ["java", "-Xmx1g", "-cp", str(jars_dir() / "kafka" / "*"),
+            "org.apache.kafka.tools.ConsumerPerformance", "--bootstrap-server", bootstrap,
+            "--topic", topic, "--num-records", str(n), "--group", group, "--timeout", "60000",
+            *extra]
 
 
 def _json_line(c: Child) -> dict:

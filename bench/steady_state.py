@@ -21,8 +21,8 @@ import uuid
 
 from bench import phases
 from bench.data import generate, write_topic
+from bench.runner import consumer_performance_argv
 from connectors import stack
-from core.paths import jars_dir
 
 _SPARK = re.compile(r"batch \d+ committed: .* spark ([\d.]+)s, commit")
 
@@ -48,10 +48,8 @@ def run_stage(topic: str, tag: str, extra: list[str]) -> dict:
 
 def raw_jvm(topic: str, n: int) -> float:
     out = subprocess.run(
-        ["java", "-Xmx1g", "-cp", str(jars_dir() / "kafka" / "*"),
-         "org.apache.kafka.tools.ConsumerPerformance", "--bootstrap-server", stack.BOOTSTRAP,
-         "--topic", topic, "--num-records", str(n), "--group", f"raw-{uuid.uuid4().hex[:6]}",
-         "--timeout", "60000"], capture_output=True, text=True, check=True).stdout
+        consumer_performance_argv(stack.BOOTSTRAP, topic, n, f"raw-{uuid.uuid4().hex[:6]}"),
+        capture_output=True, text=True, check=True).stdout
     row = [r for r in out.splitlines() if re.match(r"\d{4}-\d\d-\d\d ", r)][-1]
     return float(row.split(",")[5])  # nMsg.sec, its own clock
 
