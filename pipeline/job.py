@@ -25,6 +25,14 @@ from pipeline.offsets import OffsetRange
 MAX_MALFORMED_PER_BATCH = 50_000
 # The first bytes of a malformed value kept in its DLQ record.
 RAW_PREFIX_BYTES = 256
+# A batch of at most this many offsets runs as ONE task: its Kafka partitions are read one after
+# another (coalesce(1)) and the aggregation and the window need no exchange, so the job is one
+# stage instead of three. Every stage is fixed cost (scheduling, shuffle files, a code-generated
+# class of its own); one task reading serially is slower once there is real data to share
+# between cores. Measured warm on 2 cores, 4 partitions, median of 5 (base -> one task):
+# 10k offsets 0.251 -> 0.192 s, 50k 0.292 -> 0.274, 100k 0.343 -> 0.341, 200k 0.452 -> 0.543.
+# Batches when caught up (latency) and a process's first batch (20k) are below it.
+SINGLE_TASK_MAX_RECORDS = 50_000
 
 # Java regex: \d is ASCII-only without UNICODE_CHARACTER_CLASS; \z is the very end (Java's $
 # would also match before a final line terminator). _HEAD_RE is the fast path, run on the first
@@ -169,16 +177,21 @@ def read_ranges(spark, bootstrap: str, topic: str, ranges: Sequence[OffsetRange]
 def compute_batch(spark, bootstrap: str, topic: str, ranges: Sequence[OffsetRange], level: str,
                   kafka_options: Mapping[str, str] | None = None,
                   max_malformed: int = MAX_MALFORMED_PER_BATCH,
-                  late_before: str | None = None) -> BatchResult:
+                  late_before: str | None = None,
+                  single_task_max: int = SINGLE_TASK_MAX_RECORDS) -> BatchResult:
     """Run the batch's Spark job; return counts, malformed references and the final ranges.
 
-    `late_before` ('YYYY-MM-DD HH:MM' or None): counted lines of earlier minutes are late."""
+    `late_before` ('YYYY-MM-DD HH:MM' or None): counted lines of earlier minutes are late.
+    Ranges of at most `single_task_max` offsets in all are one task (see SINGLE_TASK_MAX_RECORDS);
+    the result is the same either way."""
     if not ranges:
         return BatchResult()
     per_part = max(1, max_malformed // len(ranges))
 
     def aggregate(rs: Sequence[OffsetRange]) -> list:
         df = read_ranges(spark, bootstrap, topic, rs, kafka_options or {})
+        if sum(r.size for r in rs) <= single_task_max:
+            df = df.coalesce(1)
         return batch_frame(df, level, per_part, late_before).collect()
 
     rows = aggregate(ranges)

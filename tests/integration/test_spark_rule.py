@@ -1,16 +1,20 @@
 """The Spark SQL line rule (pipeline/job.py batch_frame) against the independent reference.
 
-No Kafka here: the same plan runs on a DataFrame of (partition, offset, value) built in memory,
-over tricky lines and thousands of generated ones, and must agree line by line with
-tests/reference.py on what is malformed and per minute on what is counted.
+The rule's tests need no Kafka: the same plan runs on a DataFrame of (partition, offset, value)
+built in memory, over tricky lines and thousands of generated ones, and must agree line by line
+with tests/reference.py on what is malformed and per minute on what is counted. The last test
+reads a real topic: a batch's two shapes (one task, or a scan per partition with exchanges)
+must give the same result.
 """
 
 import random
 
 import pytest
 
-from pipeline.job import batch_frame, batch_result
+from pipeline.job import batch_frame, batch_result, compute_batch
 from pipeline.offsets import OffsetRange
+from tests.helpers import end_offsets
+from tests.integration.input_builder import build_input
 from tests.reference import reference_parse
 
 pytestmark = pytest.mark.integration
@@ -124,3 +128,29 @@ def test_plans_built_once_keep_their_level_bound_and_horizon_apart(spark):
         assert counts == {"2017-07-30 14:09:00": 1} and (0, "late") in bad
         counts, bad = run(other, "ERROR", 10)  # another DataFrame, the same columns
         assert (counts, len(bad)) == errors and min(o for o, _ in bad) == 100
+
+
+def test_one_task_and_partitioned_batches_agree(spark, endpoints, names):
+    """compute_batch runs a small batch as one task (coalesce(1), no exchange) and a large one
+    partitioned: the same ranges must give the same counts, refs and cut either way, on input
+    with committed and aborted transactions and malformed lines."""
+    inp = build_input(endpoints.bootstrap, names.topic("in"), names.txn_id + "-in")
+    ranges = [OffsetRange(p, 0, end) for p, end in sorted(end_offsets(
+        endpoints.bootstrap, inp.topic).items())]
+    total = sum(r.size for r in ranges)
+
+    def both(max_malformed: int):
+        got = [compute_batch(spark, endpoints.bootstrap, inp.topic, ranges, "ERROR",
+                             {"group.id": f"{names.group}-spark"}, max_malformed,
+                             single_task_max=bound) for bound in (total, total - 1)]
+        one, parted = ([(r.counts, r.malformed, r.ranges, r.records) for r in got])
+        assert one == parted
+        return got[0]
+
+    whole = both(10_000)
+    assert whole.counts == dict(inp.expected)
+    assert {(m.partition, m.offset) for m in whole.malformed} == inp.malformed
+    assert whole.ranges == ranges
+    cut = both(8)  # two refs per partition: every partition with more is cut
+    assert len(cut.malformed) <= 8 and cut.ranges != ranges
+    assert {(m.partition, m.offset) for m in cut.malformed} <= inp.malformed
