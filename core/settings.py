@@ -262,7 +262,7 @@ class RunSettings(_Settings):
     )
     max_records_per_batch: int = field(
         default=2_000_000, metadata=opt("cap on input records per batch, spread over partitions (a "
-                                       "process's first batches ramp up to it: 20000, 200000, ...)",
+                                       "process's first batches ramp up to it: 2000, 20000, ...)",
                                        **AT_LEAST_1)
     )
     starting_offsets: Literal["earliest", "latest"] = field(
