@@ -20,6 +20,9 @@ from pathlib import Path
 from core.paths import jars_dir
 
 QUIET = "-Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off"
+# Part of the archive's key: raised when the training (cds_build) loads more, so that set-up
+# builds the new archive on machines that have an older one. 2: the Kafka client's classes.
+TRAINING = 2
 
 
 def archive_path() -> Path:
@@ -27,7 +30,7 @@ def archive_path() -> Path:
 
     java = os.path.realpath(shutil.which("java") or "java")
     connector = sorted(p.name for p in (jars_dir() / "spark-kafka").glob("*.jar"))
-    key = hashlib.sha256(repr((java, pyspark.__version__, connector)).encode()).hexdigest()[:12]
+    key = hashlib.sha256(repr((java, pyspark.__version__, connector, TRAINING)).encode()).hexdigest()[:12]
     return jars_dir() / "cds" / f"spark-driver-{key}.jsa"
 
 
