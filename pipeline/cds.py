@@ -30,7 +30,8 @@ def archive_path() -> Path:
 
     java = os.path.realpath(shutil.which("java") or "java")
     connector = sorted(p.name for p in (jars_dir() / "spark-kafka").glob("*.jar"))
-    key = hashlib.sha256(repr((java, pyspark.__version__, connector, TRAINING)).encode()).hexdigest()[:12]
+    facts = (java, pyspark.__version__, connector, TRAINING)
+    key = hashlib.sha256(repr(facts).encode()).hexdigest()[:12]
     return jars_dir() / "cds" / f"spark-driver-{key}.jsa"
 
 

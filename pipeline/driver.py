@@ -161,15 +161,7 @@ class Stage:
     def __init__(self, s: RunSettings) -> None:
         self.s = s
         self.extra = s.kafka_client_config  # librdkafka: the driver's clients
-        # The Java client of Spark's executors: the --client-config file verbatim, and one fixed
-        # group id under the stage's group (one prefixed group ACL covers it). Fixed, not
-        # Spark's default of a fresh random id per batch: the executors' consumer pool is keyed
-        # by group id and partition, so only a stable id lets batch N+1 reuse batch N's
-        # connected consumers. The executors assign partitions and never commit, so the id
-        # joins no group and cannot disturb the stage's own group offsets.
-        # fetch.max.wait.ms: see EXECUTOR_FETCH_MAX_WAIT_MS; a --client-config value wins.
-        self.spark_options = {"fetch.max.wait.ms": EXECUTOR_FETCH_MAX_WAIT_MS,
-                              **s.spark_kafka_options, "group.id": f"{s.group_id}-spark"}
+        self.spark_options = executor_kafka_options(s.spark_kafka_options, s.group_id)
         self.state_topic = state_topic_name(s.output_topic)
         self.crash = CrashPoints()
         self.stop = StopFlag()
@@ -468,6 +460,17 @@ class Stage:
                 server.shutdown()
         self.closing_line()
         return 0
+
+
+def executor_kafka_options(client: dict[str, str], group_id: str) -> dict[str, str]:
+    """The Java client properties of Spark's executors (pure): the --client-config file verbatim
+    over our defaults, and one fixed group id under the stage's group (one prefixed group ACL
+    covers it). Fixed, not Spark's default of a fresh random id per batch: the executors'
+    consumer pool is keyed by group id and partition, so only a stable id lets batch N+1 reuse
+    batch N's connected consumers. The executors assign partitions and never commit, so the id
+    joins no group and cannot disturb the stage's own group offsets."""
+    return {"fetch.max.wait.ms": EXECUTOR_FETCH_MAX_WAIT_MS, **client,
+            "group.id": f"{group_id}-spark"}
 
 
 def _spark_denial(text: str) -> str | None:
