@@ -127,6 +127,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _py4j_root_info(record: logging.LogRecord) -> bool:
+    """False for py4j's INFO lines on the root logger: it logs "Exception while sending command"
+    with a traceback there (logging.info, not its own logger) whenever the JVM has gone first,
+    as when a container's stop signals the JVM and the stage together. The stage's own line
+    about the stop, or the failed batch, says what an operator needs."""
+    return not (record.name == "root" and record.levelno < logging.WARNING
+                and f"{os.sep}py4j{os.sep}" in record.pathname)
+
+
 def _output(command: str, verbose: bool) -> None:
     """Our log lines (secrets masked) to the terminal. Unless --verbose, everything else that
     writes to stderr (the Spark JVM, which inherits fd 2, and librdkafka's log lines) goes to a
@@ -139,6 +148,8 @@ def _output(command: str, verbose: bool) -> None:
     chatter = logging.getLogger("librdkafka")
     # py4j (the Python-JVM bridge) says INFO on every connection it closes.
     logging.getLogger("py4j").setLevel(logging.DEBUG if verbose else logging.WARNING)
+    if not verbose:
+        handler.addFilter(_py4j_root_info)
     if verbose:
         chatter.setLevel(logging.DEBUG)
         return
