@@ -31,7 +31,7 @@ RAW_PREFIX_BYTES = 256
 # class of its own); one task reading serially is slower once there is real data to share
 # between cores. Measured warm on 2 cores, 4 partitions, median of 5 (base -> one task):
 # 10k offsets 0.251 -> 0.192 s, 50k 0.292 -> 0.274, 100k 0.343 -> 0.341, 200k 0.452 -> 0.543.
-# Batches when caught up (latency) and a process's first batch (20k) are below it.
+# Batches when caught up (latency) and a process's first batch (2k) are below it.
 SINGLE_TASK_MAX_RECORDS = 50_000
 
 # Java regex: \d is ASCII-only without UNICODE_CHARACTER_CLASS; \z is the very end (Java's $
