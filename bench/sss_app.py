@@ -18,7 +18,7 @@ import time
 from pyspark.sql import functions as F
 
 from connectors import kafka_io
-from pipeline.driver import EXECUTOR_FETCH_MAX_WAIT_MS
+from pipeline.job import FETCH_MAX_WAIT_MS
 from pipeline.spark import spark_session
 
 
@@ -39,9 +39,9 @@ def main() -> None:
              .option("kafka.bootstrap.servers", a.bootstrap_servers)
              .option("subscribe", a.topic).option("startingOffsets", "earliest")
              .option("kafka.isolation.level", "read_committed")
-             # The same executor fetch wait as the stage's (pipeline/driver.py): the contender
+             # The same executor fetch wait as the stage's (pipeline/job.py): the contender
              # would otherwise pay 500 ms per partition on the batch that reaches the log's end.
-             .option("kafka.fetch.max.wait.ms", EXECUTOR_FETCH_MAX_WAIT_MS)
+             .option("kafka.fetch.max.wait.ms", FETCH_MAX_WAIT_MS)
              .option("maxOffsetsPerTrigger", a.max_records).load()
              .select(F.col("value").cast("string").alias("line")))
     m = F.regexp_extract("line", r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) ([A-Za-z]+)(?: |$)", 0)

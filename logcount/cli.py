@@ -148,11 +148,10 @@ def _output(command: str, verbose: bool) -> None:
     chatter = logging.getLogger("librdkafka")
     # py4j (the Python-JVM bridge) says INFO on every connection it closes.
     logging.getLogger("py4j").setLevel(logging.DEBUG if verbose else logging.WARNING)
-    if not verbose:
-        handler.addFilter(_py4j_root_info)
     if verbose:
         chatter.setLevel(logging.DEBUG)
         return
+    handler.addFilter(_py4j_root_info)
     path = log_file(command)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -69,14 +69,6 @@ MAX_CONSECUTIVE_FAILURES = 20
 # start-up chatter comes before our one error line). A session starts in 3-10 s; past this the
 # error is printed anyway.
 SPARK_START_WAIT_S = 60.0
-# How long the broker may hold an executor's fetch that finds no new record (Java client default
-# 500 ms). A range that ends at the log's end (every batch of a stage that has caught up) pays it:
-# once the consumer has the range's records it pipelines a fetch from the end, which the broker
-# holds, and Spark's reader then asks for the partition's earliest and latest offsets on the same
-# connection, which the broker answers only after the held fetch, in order. Measured on one warm
-# session: a 1-record batch 0.57 s of collect -> 0.07 s; at 1 line per 3 s, each batch 0.72-0.89 s
-# of Spark; the last batch of the latency run, 4 partitions read one after another, 2.1 s.
-EXECUTOR_FETCH_MAX_WAIT_MS = "10"
 # How often a running stage asks whether its input or output topic was recreated under it: one
 # DescribeTopics per 30 s is nothing, and a batch planned meanwhile is caught by the offset check
 # (a recreated log is behind the state) or by this one before the next.
@@ -464,13 +456,12 @@ class Stage:
 
 def executor_kafka_options(client: dict[str, str], group_id: str) -> dict[str, str]:
     """The Java client properties of Spark's executors (pure): the --client-config file verbatim
-    over our defaults, and one fixed group id under the stage's group (one prefixed group ACL
-    covers it). Fixed, not Spark's default of a fresh random id per batch: the executors'
-    consumer pool is keyed by group id and partition, so only a stable id lets batch N+1 reuse
-    batch N's connected consumers. The executors assign partitions and never commit, so the id
-    joins no group and cannot disturb the stage's own group offsets."""
-    return {"fetch.max.wait.ms": EXECUTOR_FETCH_MAX_WAIT_MS, **client,
-            "group.id": f"{group_id}-spark"}
+    (over pipeline/job.py's read defaults), and one fixed group id under the stage's group (one
+    prefixed group ACL covers it). Fixed, not Spark's default of a fresh random id per batch:
+    the executors' consumer pool is keyed by group id and partition, so only a stable id lets
+    batch N+1 reuse batch N's connected consumers. The executors assign partitions and never
+    commit, so the id joins no group and cannot disturb the stage's own group offsets."""
+    return {**client, "group.id": f"{group_id}-spark"}
 
 
 def _spark_denial(text: str) -> str | None:

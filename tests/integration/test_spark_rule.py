@@ -143,7 +143,7 @@ def test_one_task_and_partitioned_batches_agree(spark, endpoints, names):
         got = [compute_batch(spark, endpoints.bootstrap, inp.topic, ranges, "ERROR",
                              {"group.id": f"{names.group}-spark"}, max_malformed,
                              single_task_max=bound) for bound in (total, total - 1)]
-        one, parted = ([(r.counts, r.malformed, r.ranges, r.records) for r in got])
+        one, parted = [(r.counts, r.malformed, r.ranges, r.records) for r in got]
         assert one == parted
         return got[0]
 

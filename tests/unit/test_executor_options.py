@@ -1,27 +1,44 @@
-"""The Java client properties the stage gives Spark's executors (pipeline/driver.py)."""
+"""What Spark's executors are given to read Kafka: spark-sql-kafka's options
+(pipeline/job.py reader_options) and the Java client properties the stage adds
+(pipeline/driver.py executor_kafka_options)."""
+
+import json
 
 import pytest
 
-from pipeline.driver import EXECUTOR_FETCH_MAX_WAIT_MS, executor_kafka_options
+from pipeline.driver import executor_kafka_options
+from pipeline.job import FETCH_MAX_WAIT_MS, reader_options
+from pipeline.offsets import OffsetRange
 
 pytestmark = pytest.mark.unit
 
-
-def test_defaults_and_the_fixed_group_id():
-    assert executor_kafka_options({}, "stage") == {
-        "fetch.max.wait.ms": EXECUTOR_FETCH_MAX_WAIT_MS, "group.id": "stage-spark"}
+RANGES = [OffsetRange(0, 5, 9), OffsetRange(2, 0, 3)]
 
 
-def test_the_client_config_wins_over_defaults_but_not_over_the_group_id():
-    client = {"fetch.max.wait.ms": "200", "security.protocol": "SASL_SSL",
-              "group.id": "someone-else"}
-    got = executor_kafka_options(client, "stage")
-    assert got["fetch.max.wait.ms"] == "200"
-    assert got["security.protocol"] == "SASL_SSL"
-    assert got["group.id"] == "stage-spark"  # the prefixed ACL covers only this one
+def test_the_reader_reads_exactly_the_ranges_committed_only():
+    opts = reader_options("b:9092", "in", RANGES, {})
+    assert json.loads(opts["assign"]) == {"in": [0, 2]}
+    assert json.loads(opts["startingOffsets"]) == {"in": {"0": 5, "2": 0}}
+    assert json.loads(opts["endingOffsets"]) == {"in": {"0": 9, "2": 3}}
+    assert opts["kafka.isolation.level"] == "read_committed"
+    assert opts["failOnDataLoss"] == "true"
+    assert opts["kafka.fetch.max.wait.ms"] == FETCH_MAX_WAIT_MS
+
+
+def test_client_properties_get_the_prefix_and_win_over_the_defaults():
+    opts = reader_options("b:9092", "in", RANGES, {"fetch.max.wait.ms": "200",
+                                                  "security.protocol": "SASL_SSL"})
+    assert opts["kafka.fetch.max.wait.ms"] == "200"
+    assert opts["kafka.security.protocol"] == "SASL_SSL"
+
+
+def test_the_executors_group_id_is_fixed_whatever_the_client_config_says():
+    client = {"security.protocol": "SASL_SSL", "group.id": "someone-else"}
+    assert executor_kafka_options(client, "stage") == {
+        "security.protocol": "SASL_SSL", "group.id": "stage-spark"}
 
 
 def test_the_default_wait_is_short_and_a_valid_java_property():
     # Kafka's Java client takes an int of milliseconds; a wait near its 500 ms default would
     # bring back the per-partition stall at the log's end.
-    assert 0 <= int(EXECUTOR_FETCH_MAX_WAIT_MS) <= 50
+    assert 0 <= int(FETCH_MAX_WAIT_MS) <= 50
