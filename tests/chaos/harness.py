@@ -139,6 +139,7 @@ class Writer(threading.Thread):
         self.error: BaseException | None = None
         self.done = threading.Event()
         self.stop = threading.Event()
+        self.aborted = 0  # transactions whose abort the broker confirmed
 
     def _txn_producer(self) -> Producer:
         p = Producer({**self.conf, "transactional.id": self.txn_id,
@@ -200,6 +201,7 @@ class Writer(threading.Thread):
             else:
                 txn.flush(60)
                 txn.abort_transaction(60)
+                self.aborted += 1
             return txn
         except KafkaException as exc:
             err = exc.args[0]

@@ -130,6 +130,10 @@ def test_coordinator_kills_under_a_continuous_run_are_exact(secured_cluster, use
     log = tmp_path / "stage.log"
     try:
         wait_for(lambda: "batch 2 committed" in log.read_text(), 240, what="the first batches")
+        # The input must hold an aborted transaction before the kills: a writer whose own
+        # transaction coordinator is killed can spend the rest of the run in its timeouts, and
+        # then the check below had nothing aborted to check (seen once in CI).
+        wait_for(lambda: writer.aborted > 0, 120, what="the writer's first aborted transaction")
         txn_id = names.group + "-stage"
         for kind, coordinator in (("transaction", cluster.transaction_coordinator),
                                   ("group", cluster.group_coordinator)):
