@@ -27,7 +27,8 @@ def _train(tmp: Path) -> None:
     spark.range(10).count()
     df = spark.createDataFrame([(0, 0, b"2017-07-30 14:09:08 ERROR x"), (0, 1, b"bad")],
                                "partition int, offset long, value binary")
-    batch_frame(df, "ERROR", 1).collect()
+    batch_frame(df, "ERROR", 1).collect()  # a batch with the malformed refs numbered
+    batch_frame(df, "ERROR", None).collect()  # and without (a first batch, a caught-up stage)
     _kafka_classes(spark)
     jvm_pid = spark._jvm.java.lang.ProcessHandle.current().pid()
     spark.stop()
@@ -47,7 +48,7 @@ def _kafka_classes(spark) -> None:
     df = read_ranges(spark, NO_BROKER, "logcount-cds", [OffsetRange(0, 0, 1)],
                      {"default.api.timeout.ms": "500", "request.timeout.ms": "500"})
     with contextlib.suppress(Exception):  # the expected TimeoutException, via py4j
-        batch_frame(df.coalesce(1), "ERROR", 1)._jdf.queryExecution().executedPlan()
+        batch_frame(df.coalesce(1), "ERROR", None)._jdf.queryExecution().executedPlan()
     jvm = spark._jvm
     props = jvm.java.util.Properties()
     deserializer = "org.apache.kafka.common.serialization.ByteArrayDeserializer"

@@ -64,27 +64,31 @@ class _PlanColumns(NamedTuple):
     rows: tuple  # the per-line select
     keys: tuple  # the aggregation's grouping keys
     n: object  # the one aggregate, count(1) AS n
-    window: object  # malformed refs numbered per partition by offset
-    keep: object  # the filter on that number
+    window: object  # malformed refs numbered per partition by offset (None: no bound)
+    keep: object  # the filter on that number (no bound: a null rn)
 
 
-def batch_frame(df, level: str, malformed_per_partition: int, late_before: str | None = None):
+def batch_frame(df, level: str, malformed_per_partition: int | None,
+                late_before: str | None = None):
     """Kafka rows (partition, offset, value) -> the batch's aggregate, as one Spark plan.
 
     One scan, one aggregation: a counted line is grouped under (partition, its minute), a valid
     line of another level under (partition, nothing), a malformed line under its own offset with
     its reason and first bytes (a late line too: one of `level` whose minute is before
-    `late_before`). The malformed groups are then numbered per partition by offset
-    and only the first `malformed_per_partition + 1` come back (the +1 tells the caller where to
-    cut). Columns: p, minute (binary 'YYYY-MM-DD HH:MM' or null), bad_offset, reason, raw, len,
-    n, rn. Every per-line step is a built-in expression (JVM code generation, no Python, no
-    per-line timestamp parsing: the calendar check is arithmetic on the digits).
+    `late_before`). With a `malformed_per_partition` bound, the malformed groups are then
+    numbered per partition by offset and only the first `malformed_per_partition + 1` come back
+    (the +1 tells the caller where to cut); with None, all come back and `rn` is null.
+    Columns: p, minute (binary 'YYYY-MM-DD HH:MM' or null), bad_offset, reason, raw, len, n, rn.
+    Every per-line step is a built-in expression (JVM code generation, no Python, no per-line
+    timestamp parsing: the calendar check is arithmetic on the digits).
     """
     from pyspark import SparkContext
 
     c = _plan_columns(SparkContext._active_spark_context, level, malformed_per_partition,
                       late_before)
     agg = df.select(*c.rows).groupBy(*c.keys).agg(c.n)
+    if c.window is None:
+        return agg.withColumn("rn", c.keep)
     return agg.withColumn("rn", c.window).filter(c.keep)
 
 
@@ -93,7 +97,7 @@ def batch_frame(df, level: str, malformed_per_partition: int, late_before: str |
 # of the session's JVM, so each (JVM, level, bound, horizon) builds them once; the horizon moves
 # at most once a minute. Keyed by the SparkContext: a new session never gets another's columns.
 @functools.lru_cache(maxsize=16)
-def _plan_columns(context, level: str, malformed_per_partition: int,
+def _plan_columns(context, level: str, malformed_per_partition: int | None,
                   late_before: str | None) -> _PlanColumns:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -144,9 +148,12 @@ def _plan_columns(context, level: str, malformed_per_partition: int,
         F.when(bad, F.substring("value", 1, RAW_PREFIX_BYTES)).alias("raw"),
         F.when(bad, F.coalesce(F.length("value"), F.lit(0))).alias("len"),
     )
+    n = F.count(F.lit(1)).alias("n")
+    if malformed_per_partition is None:
+        return _PlanColumns(rows, keys, n, None, F.lit(None).cast("int"))
     w = Window.partitionBy("p", F.col("bad_offset").isNull()).orderBy("bad_offset")
     keep = F.col("bad_offset").isNull() | (F.col("rn") <= malformed_per_partition + 1)
-    return _PlanColumns(rows, keys, F.count(F.lit(1)).alias("n"), F.row_number().over(w), keep)
+    return _PlanColumns(rows, keys, n, F.row_number().over(w), keep)
 
 
 # How long the broker may hold a fetch of the executors' consumers that finds no new record
@@ -212,7 +219,13 @@ def compute_batch(spark, bootstrap: str, topic: str, ranges: Sequence[OffsetRang
         df = read_ranges(spark, bootstrap, topic, rs, kafka_options or {})
         if sum(r.size for r in rs) <= single_task_max:
             df = df.coalesce(1)
-        return batch_frame(df, level, per_part, late_before).collect()
+        # A range no longer than its share cannot hold more malformed lines than the share, so
+        # it needs no numbering: without the window (a sort and a stage of its own) the plan is
+        # smaller. That is every batch of a stage that keeps up, and a process's first (2k):
+        # measured on 2 cores, a cold first job 2.62-2.84 -> 2.54-2.57 s, a warm 3.2k-record
+        # batch 180-189 -> 160-176 ms (median of 30).
+        numbered = any(r.size > per_part for r in rs)
+        return batch_frame(df, level, per_part if numbered else None, late_before).collect()
 
     rows = aggregate(ranges)
     # A partition with more malformed lines than its share is cut just before the first one

@@ -124,6 +124,9 @@ def test_plans_built_once_keep_their_level_bound_and_horizon_apart(spark):
         assert counts == {"2017-07-30 14:09:00": 1, "2017-07-30 14:10:00": 1} and len(bad) == 5
         counts, bad = run(df, "ERROR", 2)  # two refs plus the one that says where to cut
         assert [o for o, _ in bad] == [4, 5, 6]
+        counts, bad = run(df, "ERROR", None)  # no bound: every ref, none numbered
+        assert (counts, [o for o, _ in bad]) == (errors[0], [4, 5, 6, 7, 8])
+        assert {r["rn"] for r in batch_frame(df, "ERROR", None).collect()} == {None}
         counts, bad = run(df, "ERROR", 10, "2017-07-30 14:09")
         assert counts == {"2017-07-30 14:09:00": 1} and (0, "late") in bad
         counts, bad = run(other, "ERROR", 10)  # another DataFrame, the same columns
@@ -132,8 +135,9 @@ def test_plans_built_once_keep_their_level_bound_and_horizon_apart(spark):
 
 def test_one_task_and_partitioned_batches_agree(spark, endpoints, names):
     """compute_batch runs a small batch as one task (coalesce(1), no exchange) and a large one
-    partitioned: the same ranges must give the same counts, refs and cut either way, on input
-    with committed and aborted transactions and malformed lines."""
+    partitioned, and numbers the malformed refs only when a range is longer than its share of
+    them: the same ranges must give the same counts, refs and cut either way, on input with
+    committed and aborted transactions and malformed lines."""
     inp = build_input(endpoints.bootstrap, names.topic("in"), names.txn_id + "-in")
     ranges = [OffsetRange(p, 0, end) for p, end in sorted(end_offsets(
         endpoints.bootstrap, inp.topic).items())]
@@ -147,10 +151,16 @@ def test_one_task_and_partitioned_batches_agree(spark, endpoints, names):
         assert one == parted
         return got[0]
 
-    whole = both(10_000)
+    whole = both(len(ranges) * total)  # no range is longer than its share: no numbering
     assert whole.counts == dict(inp.expected)
     assert {(m.partition, m.offset) for m in whole.malformed} == inp.malformed
     assert whole.ranges == ranges
+    # A share just above the most malformed lines of a partition: numbered, but nothing cut.
+    most = max(sum(1 for p, _ in inp.malformed if p == r.partition) for r in ranges)
+    assert most < max(r.size for r in ranges), "the input must make this batch numbered"
+    numbered = both(len(ranges) * most)
+    assert ((numbered.counts, numbered.malformed, numbered.ranges, numbered.records)
+            == (whole.counts, whole.malformed, whole.ranges, whole.records))
     cut = both(8)  # two refs per partition: every partition with more is cut
     assert len(cut.malformed) <= 8 and cut.ranges != ranges
     assert {(m.partition, m.offset) for m in cut.malformed} <= inp.malformed
