@@ -13,7 +13,6 @@ no checkpoint directory and nothing else to get out of step.
 from __future__ import annotations
 
 import base64
-import concurrent.futures
 import contextlib
 import json
 import logging
@@ -42,7 +41,7 @@ from pipeline.crash import CrashPoints
 from pipeline.job import BatchResult, MalformedRef, compute_batch
 from pipeline.lines import REASON_LATE
 from pipeline.offsets import OffsetRange, batch_cap, plan_ranges, resolve_starts
-from pipeline.spark import connector_jars, spark_session, under_spark_submit
+from pipeline.spark import SessionStart, connector_jars, under_spark_submit
 from pipeline.state import (
     Change,
     StageState,
@@ -151,8 +150,9 @@ class _Tally:
 
 
 class Stage:
-    def __init__(self, s: RunSettings) -> None:
+    def __init__(self, s: RunSettings, spark: SessionStart | None = None) -> None:
         self.s = s
+        self.spark_start = spark  # begun by the caller, or by start()
         self.extra = s.kafka_client_config  # librdkafka: the driver's clients
         self.spark_options = executor_kafka_options(s.spark_kafka_options, s.group_id)
         self.state_topic = state_topic_name(s.output_topic)
@@ -221,25 +221,16 @@ class Stage:
                  self.state_topic, len(self.state.totals), _span(self.state.offsets),
                  time.monotonic() - t0)
 
-    def start_spark(self):
-        t0 = time.monotonic()
-        spark = spark_session(self.s.master)
-        log.info("Spark session on %s ready in %.1fs%s", spark.sparkContext.master,
-                 time.monotonic() - t0, " (from spark-submit)" if under_spark_submit() else "")
-        return spark
-
     def start(self):
         """Spark, and beside it the broker, topics, fencing and the state. Returns spark, sink,
         consumer."""
         s = self.s
-        # The Spark session starts first, beside the whole Kafka start-up, which it does not
-        # depend on: it is the longest part of a start (~2 s of ~5 s to the first commit), so
-        # every step moved out of its way (the broker's first answer, the topic checks: 0.2 s)
-        # brings the first commit, and a restart's, that much sooner. Nothing is read or
-        # written before both are done, so the order of fencing and reading is unchanged.
-        starter = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="spark-start")
-        spark_started = starter.submit(self.start_spark)
-        starter.shutdown(wait=False)
+        # The Spark session starts first (the CLI begins it before it even imports this module),
+        # beside the whole Kafka start-up, which it does not depend on: every step moved out of
+        # its way (the imports, the broker's first answer, the topic checks: 0.3 s) brings the
+        # first commit, and a restart's, that much sooner. Nothing is read or written before
+        # both are done, so the order of fencing and reading is unchanged.
+        spark_started = self.spark_start or SessionStart(s.master)
         consumer = sink = None
         try:
             self.admin = kafka_io.wait_for_broker(s.bootstrap_servers, self.extra,
@@ -267,6 +258,8 @@ class Stage:
             self.close(sink, consumer)
             raise
         spark = spark_started.result()
+        log.info("Spark session on %s ready %.1fs after it began%s", spark.sparkContext.master,
+                 spark_started.took or 0.0, " (from spark-submit)" if under_spark_submit() else "")
         self.stop.on_stop.append(spark.sparkContext.cancelAllJobs)
         return spark, sink, consumer
 
@@ -500,8 +493,8 @@ def _span(offsets: dict[int, int]) -> str:
     return " ".join(f"p{p}:{o}" for p, o in sorted(offsets.items())) or "-"
 
 
-def run_stage(s: RunSettings) -> int:
+def run_stage(s: RunSettings, spark: SessionStart | None = None) -> int:
     try:
-        return Stage(s).run()
+        return Stage(s, spark).run()
     except KafkaException as exc:  # anything not classified on the way up
         raise FatalKafkaError(f"Kafka: {exc}") from exc
