@@ -235,6 +235,8 @@ class Stage:
         try:
             self.admin = kafka_io.wait_for_broker(s.bootstrap_servers, self.extra,
                                                   s.startup_timeout)
+            # Only once the broker answers: a newcomer's wrong address or protocol is one line.
+            log.info("starting stage: %r", s)
             self.ensure_topics()
             consumer = self.group_consumer()
             if s.delivery == "exactly-once":
@@ -428,7 +430,6 @@ class Stage:
 
     def run(self) -> int:
         s = self.s
-        log.info("starting stage: %r", s)
         self.stop.install()
         server = serve(s.metrics_port, self.metrics.registry, self.health)
         try:
