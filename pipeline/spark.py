@@ -51,8 +51,10 @@ KAFKA_PACKAGE = "org.apache.spark:spark-sql-kafka-0-10_2.13"
 # - Metaspace may grow to 256 MB before it triggers a collection: a start loads ~15,000 classes
 #   (~50 MB of metadata), and at HotSpot's default threshold (~21 MB) every start paid a young
 #   and a FULL collection in the middle of its first job (24 + 100 ms, -Xlog:gc). JVM uptime at
-#   the first job's end, 3 starts each: 4.50-4.74 s -> 4.35-4.69 s. Generated classes of later
-#   batches are few (Spark caches them), so the higher threshold does not let metadata pile up.
+#   the first job's end, 3 starts each: 4.50-4.74 s -> 4.35-4.69 s. The cost: classes that
+#   could be unloaded (generated code Spark's cache dropped) may now stay until the next full
+#   collection or 256 MB of metadata; the bench's 10 x N run peaked at 1.36 GB of JVM RSS
+#   (1.32 GB in the run before it).
 DRIVER_JVM_OPTIONS = (
     "-XX:+UseParallelGC -XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000 "
     "-XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000 -XX:MetaspaceSize=256m"
