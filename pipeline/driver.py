@@ -161,6 +161,7 @@ class Stage:
         if not under_spark_submit():  # spark-submit brings its own jars (or --packages)
             connector_jars()  # missing jars: say so before anything starts
         self.admin: AdminClient  # start() waits for the broker
+        self.server = None  # the metrics server, started once the broker answers
         self.batches = 0
         self.failures = 0
         self.metrics = StageMetrics()
@@ -235,8 +236,10 @@ class Stage:
         try:
             self.admin = kafka_io.wait_for_broker(s.bootstrap_servers, self.extra,
                                                   s.startup_timeout)
-            # Only once the broker answers: a newcomer's wrong address or protocol is one line.
+            # Only once the broker answers (as before the Spark session began first): a
+            # newcomer's wrong address or protocol is one line, with no metrics line before it.
             log.info("starting stage: %r", s)
+            self.server = serve(s.metrics_port, self.metrics.registry, self.health)
             self.ensure_topics()
             consumer = self.group_consumer()
             if s.delivery == "exactly-once":
@@ -431,7 +434,6 @@ class Stage:
     def run(self) -> int:
         s = self.s
         self.stop.install()
-        server = serve(s.metrics_port, self.metrics.registry, self.health)
         try:
             spark, sink, consumer = self.start()
             try:
@@ -450,8 +452,8 @@ class Stage:
             finally:
                 self.close(sink, consumer)
         finally:
-            if server is not None:
-                server.shutdown()
+            if self.server is not None:
+                self.server.shutdown()
         self.closing_line()
         return 0
 
