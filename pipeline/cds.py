@@ -22,8 +22,9 @@ from core.paths import jars_dir
 QUIET = "-Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off"
 # Part of the archive's key: raised when the training (cds_build) loads more, so that set-up
 # builds the new archive on machines that have an older one. 2: the Kafka client's classes.
-# 3: the batch plan without the malformed refs' window (a first batch's).
-TRAINING = 3
+# 3: the batch plan without the malformed refs' window (a first batch's). 4: Kafka read through
+# DataSource V2.
+TRAINING = 4
 
 
 def archive_path() -> Path:

@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from pipeline.job import batch_frame, batch_result, compute_batch
+from pipeline.job import batch_frame, batch_result, compute_batch, read_ranges
 from pipeline.offsets import OffsetRange
 from tests.helpers import end_offsets
 from tests.integration.input_builder import build_input
@@ -164,3 +164,36 @@ def test_one_task_and_partitioned_batches_agree(spark, endpoints, names):
     cut = both(8)  # two refs per partition: every partition with more is cut
     assert len(cut.malformed) <= 8 and cut.ranges != ranges
     assert {(m.partition, m.offset) for m in cut.malformed} <= inp.malformed
+
+
+def test_kafka_is_read_through_v2_and_agrees_with_v1(spark, endpoints, names):
+    """The session reads Kafka through DataSource V2 (pipeline/spark.py SQL_CONF): the plan is a
+    BatchScan, Spark's own default still lists kafka as V1 (what we take it out of), and V1
+    reading the same transactional input with malformed lines gives the same batch."""
+    from pipeline.spark import V1_SOURCES_DEFAULT, V1_SOURCES_KEY
+
+    jvm = spark.sparkContext._jvm
+    default = jvm.org.apache.spark.sql.internal.SQLConf.USE_V1_SOURCE_LIST().defaultValueString()
+    assert default == V1_SOURCES_DEFAULT, "Spark's default changed: update V1_SOURCES_DEFAULT"
+    inp = build_input(endpoints.bootstrap, names.topic("in"), names.txn_id + "-in")
+    ranges = [OffsetRange(p, 0, end) for p, end in sorted(end_offsets(
+        endpoints.bootstrap, inp.topic).items())]
+    options = {"group.id": f"{names.group}-spark"}
+    plan = read_ranges(spark, endpoints.bootstrap, inp.topic, ranges, options) \
+        ._jdf.queryExecution().executedPlan().toString()
+    assert "BatchScan" in plan, plan
+
+    def batch():
+        r = compute_batch(spark, endpoints.bootstrap, inp.topic, ranges, "ERROR", options)
+        return r.counts, r.malformed, r.ranges, r.records
+
+    v2 = batch()
+    ours = spark.conf.get(V1_SOURCES_KEY)
+    spark.conf.set(V1_SOURCES_KEY, default)
+    try:
+        v1 = batch()
+    finally:
+        spark.conf.set(V1_SOURCES_KEY, ours)
+    assert v2 == v1
+    assert v2[0] == dict(inp.expected)
+    assert {(m.partition, m.offset) for m in v2[1]} == inp.malformed
