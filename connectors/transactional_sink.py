@@ -26,6 +26,7 @@ from connectors.kafka_io import client_config
 from core.errors import (
     AbortableKafkaError,
     FatalKafkaError,
+    HungClientError,
     RetriableKafkaError,
     classify,
     kafka_error,
@@ -48,8 +49,9 @@ CALL_TIMEOUT_S = 30.0
 RETRY_DEADLINE_S = 120.0
 # A transactional call that has not returned this long after its own timeout is hung: seen here
 # with send_offsets_to_transaction after a broker bounce (blocked ~10 min, librdkafka
-# #3013/#5456). Nothing can be aborted through a hung client, so the stage exits; its restart's
-# init_transactions fences this producer and aborts the transaction at once.
+# #3013/#5456), and in CI's secured tier after a transaction coordinator was killed. Nothing can
+# be aborted through a hung client: the stage replaces it (HungClientError), and the new
+# producer's init_transactions fences it and settles its transaction, as a restart would.
 HANG_GRACE_S = 30.0
 
 
@@ -74,10 +76,9 @@ def _watched(doing: str, call: Callable[[], object]):
     worker.start()
     worker.join(CALL_TIMEOUT_S + HANG_GRACE_S)
     if worker.is_alive():
-        raise FatalKafkaError(
-            f"{doing} did not return within {CALL_TIMEOUT_S + HANG_GRACE_S:.0f}s (librdkafka "
-            f"hang, #3013); exiting so that a restart fences this producer and aborts its "
-            f"transaction")
+        raise HungClientError(
+            f"{doing} did not return within {CALL_TIMEOUT_S + HANG_GRACE_S:.0f}s (a librdkafka "
+            f"hang, #3013)")
     if "error" in outcome:
         raise outcome["error"]
     return outcome.get("value")
@@ -153,9 +154,11 @@ class TransactionalSink:
             self._crash("after_produce")
             # Always with a timeout: it can hang while the group coordinator is down
             # (librdkafka #3013); expiry surfaces as retriable, then abortable.
-            _retrying("send_offsets_to_transaction",
-                      lambda: p.send_offsets_to_transaction(list(offsets), group_metadata,
-                                                            CALL_TIMEOUT_S))
+            def send_offsets():
+                self._crash("in_send_offsets")  # a fault test's hang: inside the watched call
+                p.send_offsets_to_transaction(list(offsets), group_metadata, CALL_TIMEOUT_S)
+
+            _retrying("send_offsets_to_transaction", send_offsets)
             self._crash("after_send_offsets")
             # commit_transaction may be called again after a retriable error: it resumes.
             _retrying("commit_transaction", lambda: p.commit_transaction(CALL_TIMEOUT_S))
@@ -172,6 +175,15 @@ class TransactionalSink:
 
     def close(self) -> None:
         _close(self.producer)
+
+    def abandon(self) -> None:
+        """Let go of a hung producer: closed on a thread of its own, which may never return."""
+        _abandon(self.producer)
+
+
+def _abandon(producer: Producer) -> None:
+    threading.Thread(target=_close, args=(producer,), name="abandoned-producer",
+                     daemon=True).start()
 
 
 def _close(producer: Producer) -> None:
@@ -208,11 +220,18 @@ class AtLeastOnceSink:
             raise AbortableKafkaError(f"{remaining} records not delivered in {CALL_TIMEOUT_S}s")
         self._crash("after_produce")
         self._crash("after_send_offsets")
-        _retrying("commit offsets",
-                  lambda: self.consumer.commit(offsets=list(offsets), asynchronous=False))
+
+        def commit_offsets():
+            self._crash("in_send_offsets")  # a fault test's hang: inside the watched call
+            self.consumer.commit(offsets=list(offsets), asynchronous=False)
+
+        _retrying("commit offsets", commit_offsets)
 
     def abort(self) -> None:
         pass
 
     def close(self) -> None:
         _close(self.producer)
+
+    def abandon(self) -> None:
+        _abandon(self.producer)

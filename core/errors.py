@@ -9,7 +9,9 @@
         ├── AbortableKafkaError   txn_requires_abort(): abort, re-plan, redo the batch
         └── FatalKafkaError       fatal(): this producer is dead               -> exit 1
             ├── FencedError       a newer instance owns the transactional.id   -> exit 1
-            └── AuthorizationError  the cluster denied us (ACLs, credentials)  -> exit 1
+            ├── AuthorizationError  the cluster denied us (ACLs, credentials)  -> exit 1
+            └── HungClientError   a librdkafka call never returned: the stage replaces its
+                                  Kafka clients once (fencing the hung one); again -> exit 1
 
 `classify()` maps a confluent_kafka.KafkaException onto the KafkaClientError branch;
 `kafka_error()` finds that exception behind what confluent-kafka actually raised.
@@ -26,6 +28,7 @@ __all__ = [
     "DependencyError",
     "FatalKafkaError",
     "FencedError",
+    "HungClientError",
     "KafkaClientError",
     "LogcountError",
     "RetriableKafkaError",
@@ -80,6 +83,12 @@ class FatalKafkaError(KafkaClientError):
 
 class FencedError(FatalKafkaError):
     """Another instance with the same transactional.id has started: we are the zombie."""
+
+
+class HungClientError(FatalKafkaError):
+    """A librdkafka call did not return long after its own timeout: nothing more can be done
+    through that client, not even an abort. A new producer with the same transactional.id
+    fences it and settles its transaction, as a restart's would."""
 
 
 class AuthorizationError(FatalKafkaError):

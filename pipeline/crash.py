@@ -1,9 +1,12 @@
 """Deterministic crash points for fault tests, enabled only by environment variables.
 
-`LOGCOUNT_CRASH_AT=after_collect|after_produce|after_send_offsets|after_commit[:N]` makes the
-stage die with os._exit (no cleanup, no flush: like a kill -9) at that point of batch N (1-based,
-counted from the process start; default 1). With `LOGCOUNT_CRASH_MODE=stop` the process stops
-itself with SIGSTOP there instead (a hung process), and goes on when sent SIGCONT.
+`LOGCOUNT_CRASH_AT=after_collect|after_produce|in_send_offsets|after_send_offsets|after_commit[:N]`
+makes the stage die with os._exit (no cleanup, no flush: like a kill -9) at that point of batch N
+(1-based, counted from the process start; default 1). `in_send_offsets` is inside the watched
+send_offsets_to_transaction call (connectors/transactional_sink.py), before librdkafka is asked.
+With `LOGCOUNT_CRASH_MODE=stop` the process stops itself with SIGSTOP there instead (a hung
+process), and goes on when sent SIGCONT. With `LOGCOUNT_CRASH_MODE=hang` only the thread that
+reaches the point blocks, for good: at `in_send_offsets`, a librdkafka call that never returns.
 """
 
 from __future__ import annotations
@@ -11,8 +14,9 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 
-POINTS = ("after_collect", "after_produce", "after_send_offsets", "after_commit")
+POINTS = ("after_collect", "after_produce", "in_send_offsets", "after_send_offsets", "after_commit")
 CRASH_EXIT_CODE = 86
 
 
@@ -23,8 +27,8 @@ class CrashPoints:
         point, _, batch = spec.partition(":")
         if point and point not in POINTS:
             raise ValueError(f"LOGCOUNT_CRASH_AT: unknown point {point!r}; one of {POINTS}")
-        if self.mode not in ("exit", "stop"):
-            raise ValueError("LOGCOUNT_CRASH_MODE must be exit or stop")
+        if self.mode not in ("exit", "stop", "hang"):
+            raise ValueError("LOGCOUNT_CRASH_MODE must be exit, stop or hang")
         self.point = point or None
         self.at_batch = int(batch) if batch else 1
         self.batch = 0
@@ -32,10 +36,13 @@ class CrashPoints:
     def __call__(self, point: str) -> None:
         if self.point != point or self.batch != self.at_batch:
             return
-        print(f"logcount: crash point {point} of batch {self.batch}: "
-              f"{'stopping (SIGSTOP)' if self.mode == 'stop' else 'exiting now'}",
-              file=sys.stderr, flush=True)
-        if self.mode == "stop":
+        doing = {"stop": "stopping (SIGSTOP)", "hang": "this thread hangs"}.get(self.mode,
+                                                                                "exiting now")
+        print(f"logcount: crash point {point} of batch {self.batch}: {doing}", file=sys.stderr,
+              flush=True)
+        if self.mode == "hang":
+            threading.Event().wait()
+        elif self.mode == "stop":
             os.kill(os.getpid(), signal.SIGSTOP)
         else:
             os._exit(CRASH_EXIT_CODE)

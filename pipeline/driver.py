@@ -33,6 +33,7 @@ from core.errors import (
     AuthorizationError,
     DependencyError,
     FatalKafkaError,
+    HungClientError,
 )
 from core.metrics import Health, StageMetrics, serve
 from core.progress import Progress
@@ -73,6 +74,11 @@ SPARK_START_WAIT_S = 60.0
 # DescribeTopics per 30 s is nothing, and a batch planned meanwhile is caught by the offset check
 # (a recreated log is behind the state) or by this one before the next.
 TOPIC_ID_CHECK_S = 30.0
+# A hung librdkafka call (connectors/transactional_sink.py HANG_GRACE_S) makes the stage replace
+# its Kafka clients, as a restart would but keeping the Spark session. A second hang before any
+# batch has committed again means replacing does not help here: the stage exits, and its
+# supervisor's restart is the next step.
+MAX_HANGS_WITHOUT_COMMIT = 1
 
 
 class StopFlag:
@@ -164,6 +170,7 @@ class Stage:
         self.server = None  # the metrics server, started once the broker answers
         self.batches = 0
         self.failures = 0
+        self.hangs = 0  # hung Kafka calls since the last commit
         self.metrics = StageMetrics()
         self.health = Health(s.health_stall_seconds)
         self.tally = _Tally()
@@ -241,13 +248,7 @@ class Stage:
             log.info("starting stage: %r", s)
             self.server = serve(s.metrics_port, self.metrics.registry, self.health)
             self.ensure_topics()
-            consumer = self.group_consumer()
-            if s.delivery == "exactly-once":
-                sink = TransactionalSink(s.bootstrap_servers, s.txn_id, self.extra, self.crash)
-            else:
-                sink = AtLeastOnceSink(s.bootstrap_servers, consumer, self.extra, self.crash)
-            sink.init()  # fences a predecessor first: only then is the state settled
-            self.start_state(consumer)
+            sink, consumer = self.kafka_clients()
             if s.once:
                 parts = kafka_io.partitions_of(self.admin, s.input_topic) or []
                 self.limit = kafka_io.list_offsets(self.admin, s.input_topic, parts,
@@ -267,6 +268,40 @@ class Stage:
                  spark_started.took or 0.0, " (from spark-submit)" if under_spark_submit() else "")
         self.stop.on_stop.append(spark.sparkContext.cancelAllJobs)
         return spark, sink, consumer
+
+    def kafka_clients(self):
+        """The group consumer and the sink, fenced and with the state read back: at start, and
+        in place of clients whose call hung. Returns sink, consumer."""
+        s = self.s
+        consumer = self.group_consumer()
+        if s.delivery == "exactly-once":
+            sink = TransactionalSink(s.bootstrap_servers, s.txn_id, self.extra, self.crash)
+        else:
+            sink = AtLeastOnceSink(s.bootstrap_servers, consumer, self.extra, self.crash)
+        try:
+            sink.init()  # fences a predecessor first: only then is the state settled
+            self.start_state(consumer)
+        except BaseException:
+            self.close(sink, consumer)
+            raise
+        return sink, consumer
+
+    def replace_clients(self, sink, consumer, hung: HungClientError):
+        """After a hung librdkafka call: what a restart does, without its Spark start. The hung
+        clients are let go (closed on a thread of their own); a new producer with the same
+        transactional.id fences the old one and settles its transaction (committed if its
+        commit had reached the coordinator, else aborted), and the state is read back from the
+        cluster and checked, so nothing in memory from before the hang is trusted. Returns
+        sink, consumer."""
+        sink.abandon()
+        threading.Thread(target=_best_effort, args=(consumer.close,), daemon=True).start()
+        self.hangs += 1
+        if self.hangs > MAX_HANGS_WITHOUT_COMMIT:
+            raise hung
+        self.metrics.batches_aborted.inc()
+        log.warning("%s; replacing the stage's Kafka clients (the hung producer is fenced, the "
+                    "state read back)", hung)
+        return self.kafka_clients()
 
     # -- the cycle -----------------------------------------------------------------------------
     def cycle(self, spark, sink, consumer) -> bool:
@@ -378,7 +413,7 @@ class Stage:
     # -- metrics -------------------------------------------------------------------------------
     def observe(self, result: BatchResult, change: Change, spark_s: float,
                 commit_s: float) -> None:
-        self.failures = 0
+        self.failures = self.hangs = 0
         t = self.tally
         t.last_commit = time.monotonic()
         t.records += result.records
@@ -444,6 +479,11 @@ class Stage:
                         if self.stop.set:  # a Spark job cancelled by the signal: nothing open
                             break
                         self.transient_failure(failed)
+                        continue
+                    except HungClientError as hung:
+                        hung_clients = sink, consumer
+                        sink = consumer = None  # let go of: never closed in the finally below
+                        sink, consumer = self.replace_clients(*hung_clients, hung)
                         continue
                     if not busy:
                         if s.once:

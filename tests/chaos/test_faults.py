@@ -133,6 +133,26 @@ def test_a_stage_hung_past_the_transaction_timeout_is_aborted_by_the_broker(
     assert_exact(endpoints, names, inp, mysql_db)
 
 
+def test_a_hung_kafka_call_replaces_the_clients_and_stays_exact(endpoints, names, mysql_db):
+    """librdkafka's send_offsets_to_transaction can stay blocked long past its own timeout
+    (#3013; seen in CI after a transaction coordinator was killed). The stage gives up on the
+    call after CALL_TIMEOUT_S + HANG_GRACE_S, replaces its Kafka clients (the new producer
+    fences the hung one, whose open transaction - batch 2's records - is aborted), reads its
+    state back and goes on in the same process: batch 2 is redone once, the results are exact."""
+    inp = build_input(endpoints.bootstrap, names.topic("in"), names.txn_id + "-producer")
+    proc = cli(*stage_args(endpoints, names, "--once", "--max-records-per-batch", str(BATCH)),
+               env={"LOGCOUNT_CRASH_AT": "in_send_offsets:2", "LOGCOUNT_CRASH_MODE": "hang"},
+               check=False, timeout=400)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "crash point in_send_offsets of batch 2: this thread hangs" in proc.stderr
+    replaced = [ln for ln in proc.stderr.splitlines() if "replacing the stage's Kafka" in ln]
+    assert len(replaced) == 1 and "send_offsets_to_transaction did not return" in replaced[0]
+    assert sum(group_offsets(endpoints.bootstrap, names.group, names.topic("in")).values()) \
+        == sum(end_offsets(endpoints.bootstrap, names.topic("in")).values())
+    cli(*sink_args(endpoints, names, mysql_db, "--once"))
+    assert_exact(endpoints, names, inp, mysql_db)
+
+
 def test_an_unreachable_broker_is_retried_then_one_clear_line():
     t0 = time.monotonic()
     proc = cli("run", "--bootstrap-servers", "127.0.0.1:1", "--startup-timeout", "4",

@@ -20,3 +20,20 @@ def test_crash_point_default_batch_and_off():
 def test_unknown_point_is_refused():
     with pytest.raises(ValueError):
         CrashPoints("before_lunch", "exit")
+
+
+def test_hang_mode_blocks_only_the_thread_at_the_point():
+    import threading
+
+    c = CrashPoints("in_send_offsets:1", "hang")
+    c.batch = 1
+    c("after_produce")  # another point: returns
+    t = threading.Thread(target=c, args=("in_send_offsets",), daemon=True)
+    t.start()
+    t.join(0.3)
+    assert t.is_alive()
+
+
+def test_unknown_mode_is_refused():
+    with pytest.raises(ValueError):
+        CrashPoints("after_commit", "nap")
