@@ -50,7 +50,7 @@ EXTRA_ENV = {
     "LOGCOUNT_LOG_DIR": "where that output goes otherwise (default: $LOGCOUNT_STATE_DIR/logs)",
     "LOGCOUNT_CDS": "0: start the Spark driver JVM without set-up's class-data-sharing archive",
     "LOGCOUNT_CRASH_AT": "fault tests only: crash point and batch, e.g. after_produce:2",
-    "LOGCOUNT_CRASH_MODE": "fault tests only: exit (default) or stop (SIGSTOP)",
+    "LOGCOUNT_CRASH_MODE": "fault tests only: exit (default), stop (SIGSTOP) or hang (the thread)",
 }
 
 
