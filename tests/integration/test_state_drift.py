@@ -15,6 +15,7 @@ from confluent_kafka.admin import OffsetSpec
 
 from connectors import kafka_io, state_topic
 from connectors.mysql_sink import read_table
+from core.errors import DependencyError
 from core.paths import jars_dir
 from pipeline.state import state_topic_name
 from pipeline.totals import hour_key, minute_index
@@ -56,11 +57,16 @@ def delete_topic(bootstrap: str, topic: str) -> None:
 
 def high_watermarks(bootstrap: str, *topics: str) -> dict:
     adm = kafka_io.admin(bootstrap)
-    out = {}
-    for t in topics:
+
+    def ends(t: str) -> dict | None:
         parts = kafka_io.partitions_of(adm, t) or []
-        out[t] = kafka_io.list_offsets(adm, t, parts, OffsetSpec.latest(), committed_only=False)
-    return out
+        try:
+            return {"ends": kafka_io.list_offsets(adm, t, parts, OffsetSpec.latest(),
+                                                  committed_only=False)}
+        except DependencyError:  # a topic just created has no leaders yet (seen in CI)
+            return None
+
+    return {t: wait_for(lambda t=t: ends(t), 30, what=f"{t}'s leaders")["ends"] for t in topics}
 
 
 def outputs(names) -> tuple[str, ...]:
