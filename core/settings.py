@@ -25,6 +25,8 @@ from core import redact
 from core.client_properties import ClientProperties, is_secret_key, load_client_properties
 from core.errors import ConfigError
 from core.redact import MASK
+from formats.shapes import SHAPES
+from formats.spec import FormatError, LineFormat
 
 __all__ = [
     "DemoSettings",
@@ -146,6 +148,15 @@ def _load_client_properties(path: str) -> ClientProperties:
     return load_client_properties(path)
 
 
+def _line_format(s) -> LineFormat:
+    """The counting flags of `s` as one validated LineFormat; a mistake is a ConfigError."""
+    try:
+        return LineFormat.from_flags(s.level, s.timezone, s.line_regex, s.time_pattern,
+                                     s.json_line_field, s.json_time_field, s.json_level_field)
+    except FormatError as exc:
+        raise ConfigError(str(exc)) from None
+
+
 def parse_kafka_config(items: tuple[str, ...]) -> dict[str, str]:
     """`("security.protocol=SASL_SSL", ...)` -> dict; a bad item is a ConfigError."""
     out: dict[str, str] = {}
@@ -255,7 +266,27 @@ class RunSettings(_Settings):
                      "each other)"),
     )
     master: str = field(default="local[*]", metadata=opt("Spark master: local[N] or spark://..."))
-    level: str = field(default="ERROR", metadata=opt("the log level to count"))
+    level: str = field(default="ERROR", metadata=opt(
+        "the log level to count, or a comma-separated list counted together "
+        "(ERROR,FATAL,CRITICAL); compared case-insensitively", metavar="LEVELS"))
+    timezone: str = field(default="UTC", metadata=opt(
+        "the zone of timestamps that carry none: an IANA name (Europe/Paris) or +HH:MM; output "
+        "minutes are UTC", metavar="ZONE"))
+    line_regex: str | None = field(default=None, metadata=opt(
+        "a Java regex with named groups time and level, matched at the start of each line, "
+        "instead of the default line rule", metavar="REGEX"))
+    time_pattern: str | None = field(default=None, metadata=opt(
+        "a Spark datetime pattern (yy/MM/dd HH:mm:ss) for times that are not ISO 8601",
+        metavar="PATTERN"))
+    json_line_field: str | None = field(default=None, metadata=opt(
+        "each record is a JSON object whose string field PATH is the log line (Filebeat and "
+        "Vector: message; Fluent Bit and Docker: log)", metavar="PATH"))
+    json_time_field: str | None = field(default=None, metadata=opt(
+        "structured JSON logs: the time field (ISO 8601 text, --time-pattern text, or epoch "
+        "seconds or milliseconds); PATH is a literal key first, then a dotted path",
+        metavar="PATH"))
+    json_level_field: str | None = field(default=None, metadata=opt(
+        "structured JSON logs: the level field (text or number)", metavar="PATH"))
     trigger_interval: float = field(
         default=1.0, metadata=opt("seconds to sleep when there is nothing new to read",
                                  **POSITIVE)
@@ -315,9 +346,13 @@ class RunSettings(_Settings):
     def horizon_minutes(self) -> int | None:
         return parse_duration_minutes(self.lateness_horizon, "--lateness-horizon")
 
+    @property
+    def line_format(self) -> LineFormat:
+        """What decides what a record counts as (formats/spec.py): the state's identity."""
+        return _line_format(self)
+
     def validate(self) -> RunSettings:
-        if not re.fullmatch(r"[A-Za-z]+", self.level):
-            raise ConfigError(f"--level must be a word of letters, got {self.level!r}")
+        self.line_format  # noqa: B018 - validates the counting settings
         if not (self.master.startswith(("local", "spark://"))):
             raise ConfigError(f"--master must be local[...] or spark://..., got {self.master!r}")
         if len({self.input_topic, self.output_topic, self.dlq_topic}) != 3:
@@ -394,12 +429,35 @@ class ProduceSettings(_Settings):
         default=None, metadata=opt("write the expected per-minute counts (JSON) here",
                                    metavar="PATH")
     )
-    level: str = field(default="ERROR", metadata=opt("the level the expectation counts"))
+    shape: str = field(default="seed", metadata=opt(
+        "the shape --synthetic lines take: " + ", ".join(SHAPES), metavar="SHAPE"))
+    level: str = field(default="ERROR", metadata=opt(
+        "the levels --expect counts (as run's --level)", metavar="LEVELS"))
+    timezone: str = field(default="UTC", metadata=opt(
+        "for --file with --expect: as run's --timezone", metavar="ZONE"))
+    line_regex: str | None = field(default=None, metadata=opt(
+        "for --file with --expect: as run's --line-regex", metavar="REGEX"))
+    time_pattern: str | None = field(default=None, metadata=opt(
+        "for --file with --expect: as run's --time-pattern", metavar="PATTERN"))
+    json_line_field: str | None = field(default=None, metadata=opt(
+        "for --file with --expect: as run's --json-line-field", metavar="PATH"))
+    json_time_field: str | None = field(default=None, metadata=opt(
+        "for --file with --expect: as run's --json-time-field", metavar="PATH"))
+    json_level_field: str | None = field(default=None, metadata=opt(
+        "for --file with --expect: as run's --json-level-field", metavar="PATH"))
     client_config: str | None = field(
         default=None, metadata=opt(_CLIENT_CONFIG_HELP, metavar="PATH"))
     kafka_config: tuple[str, ...] = field(default=(), metadata=opt(_KAFKA_CONFIG_HELP))
 
+    @property
+    def line_format(self) -> LineFormat:
+        """The rule --expect counts a --file by (a --synthetic shape knows its own counts)."""
+        return _line_format(self)
+
     def validate(self) -> ProduceSettings:
+        if self.shape not in SHAPES:
+            raise ConfigError(f"--shape must be one of {', '.join(SHAPES)}, got {self.shape!r}")
+        self.line_format  # noqa: B018 - validates the counting settings
         if (self.file is None) == (self.synthetic is None):
             raise ConfigError("produce needs exactly one of --file PATH or --synthetic N")
         if self.file not in (None, "-"):

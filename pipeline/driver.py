@@ -31,6 +31,7 @@ from connectors.transactional_sink import AtLeastOnceSink, OutRecord, Transactio
 from core.errors import (
     AbortableKafkaError,
     AuthorizationError,
+    ConfigError,
     DependencyError,
     FatalKafkaError,
     HungClientError,
@@ -38,9 +39,11 @@ from core.errors import (
 from core.metrics import Health, StageMetrics, serve
 from core.progress import Progress
 from core.settings import RunSettings
+from formats.rule import REASON_LATE
+from formats.spark import check_regex
+from formats.spec import FormatError
 from pipeline.crash import CrashPoints
 from pipeline.job import BatchResult, MalformedRef, compute_batch
-from pipeline.lines import REASON_LATE
 from pipeline.offsets import OffsetRange, batch_cap, plan_ranges, resolve_starts
 from pipeline.spark import SessionStart, connector_jars, under_spark_submit
 from pipeline.state import (
@@ -50,6 +53,7 @@ from pipeline.state import (
     StateRefused,
     Wanted,
     check_start,
+    counting_settings,
     decode_records,
     state_topic_name,
 )
@@ -158,6 +162,7 @@ class _Tally:
 class Stage:
     def __init__(self, s: RunSettings, spark: SessionStart | None = None) -> None:
         self.s = s
+        self.fmt = s.line_format  # what a record counts as: the state's identity
         self.spark_start = spark  # begun by the caller, or by start()
         self.extra = s.kafka_client_config  # librdkafka: the driver's clients
         self.spark_options = executor_kafka_options(s.spark_kafka_options, s.group_id)
@@ -216,8 +221,9 @@ class Stage:
             earliest=kafka_io.list_offsets(adm, s.input_topic, parts, OffsetSpec.earliest()),
             latest=kafka_io.list_offsets(adm, s.input_topic, parts, OffsetSpec.latest()),
             group=kafka_io.committed_offsets(consumer, s.input_topic, parts))
-        want = Wanted(s.input_topic, s.output_topic, s.level, s.delivery == "exactly-once",
-                      s.starting_offsets, s.horizon_minutes)
+        want = Wanted(s.input_topic, s.output_topic, self.fmt.level_label,
+                      s.delivery == "exactly-once", s.starting_offsets, s.horizon_minutes,
+                      counting_settings(self.fmt))
         start = check_start(progress, hours, facts, want)
         for line in start.warnings:
             log.warning("%s", line)
@@ -241,6 +247,13 @@ class Stage:
         spark_started = self.spark_start or SessionStart(s.master)
         consumer = sink = None
         try:
+            if self.fmt.line_regex is not None:
+                # A mistake in --line-regex is one line before anything is touched; only Java
+                # reads it as the plan will, so this start waits for the session first.
+                try:
+                    check_regex(spark_started.result(), self.fmt)
+                except FormatError as exc:
+                    raise ConfigError(str(exc)) from None
             self.admin = kafka_io.wait_for_broker(s.bootstrap_servers, self.extra,
                                                   s.startup_timeout)
             # Only once the broker answers (as before the Spark session began first): a
@@ -386,9 +399,8 @@ class Stage:
         s = self.s
         late = self.state.late_before()
         try:
-            return compute_batch(spark, s.bootstrap_servers, s.input_topic, plan.ranges, s.level,
-                                 self.spark_options, s.max_malformed_per_batch,
-                                 None if late is None else minute_text(late)[:16])
+            return compute_batch(spark, s.bootstrap_servers, s.input_topic, plan.ranges,
+                                 self.fmt, self.spark_options, s.max_malformed_per_batch, late)
         except Exception as exc:  # noqa: BLE001 - Spark/py4j errors have no common base
             denial = _spark_denial(str(exc))
             if denial:  # the executors were refused: no retry makes that pass
@@ -400,7 +412,7 @@ class Stage:
         """ONE transaction: totals, DLQ records, state records and every partition's offset
         (so the group's offsets mirror the state, and an idle partition's never expire)."""
         s = self.s
-        records = [output_record(s.output_topic, minute_text(m), n, s.level)
+        records = [output_record(s.output_topic, minute_text(m), n, self.fmt.level_label)
                    for m, n in sorted(change.updates.items())]
         records += [dlq_record(s.dlq_topic, s.input_topic, ref) for ref in result.malformed]
         records += [OutRecord(self.state_topic, k, v) for k, v in change.state_records]

@@ -1,8 +1,9 @@
 """The Spark side of a batch: executors read the planned Kafka ranges, parse, count per minute.
 
 Only per-minute counts and a bounded number of malformed-line references come back to the driver;
-the raw lines never leave the executors. Parsing is Spark SQL (no Python UDF), the same rule as
-pipeline/lines.py, so the JVM does the per-line work.
+the raw lines never leave the executors. Parsing is Spark SQL (no Python UDF): the format's plan
+(formats/spark.py), the same rule as its pure twin (formats/rule.py), so the JVM does the
+per-line work.
 """
 
 from __future__ import annotations
@@ -13,8 +14,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from pipeline.lines import REASON_EMPTY, REASON_FORMAT, REASON_LATE, REASON_TIMESTAMP
+from formats.rule import REASON_LATE, minute_label
+from formats.spark import line_frame
+from formats.spec import LineFormat
 from pipeline.offsets import OffsetRange
+from pipeline.totals import minute_index
 
 # How many malformed-line references one batch may bring to the driver (--max-malformed-per-batch).
 # A batch that holds more is cut short in the partition where the limit is reached (the rest
@@ -34,15 +38,6 @@ RAW_PREFIX_BYTES = 256
 # Batches when caught up (latency) and a process's first batch (2k) are below it.
 SINGLE_TASK_MAX_RECORDS = 50_000
 
-# Java regex: \d is ASCII-only without UNICODE_CHARACTER_CLASS; \z is the very end (Java's $
-# would also match before a final line terminator). _HEAD_RE is the fast path, run on the first
-# HEAD_BYTES only: an ordinary line has its level and the space after it there. A line it does not
-# match (no message, a very long level word, or garbage) gets _LINE_RE on the whole value.
-_HEAD_RE = r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} [A-Za-z]+ "
-_LINE_RE = r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} [A-Za-z]+(?: |\z)"
-HEAD_BYTES = 64
-
-
 @dataclass(frozen=True)
 class MalformedRef:
     partition: int
@@ -54,39 +49,39 @@ class MalformedRef:
 
 @dataclass
 class BatchResult:
-    counts: dict[str, int] = field(default_factory=dict)
+    counts: dict[int, int] = field(default_factory=dict)  # UTC minute index -> lines counted
     malformed: list[MalformedRef] = field(default_factory=list)
     ranges: list[OffsetRange] = field(default_factory=list)  # possibly cut short (see above)
     records: int = 0  # records read in the (final) ranges: counted, other levels, malformed
 
 
 class _PlanColumns(NamedTuple):
-    rows: tuple  # the per-line select
     keys: tuple  # the aggregation's grouping keys
     n: object  # the one aggregate, count(1) AS n
     window: object  # malformed refs numbered per partition by offset (None: no bound)
     keep: object  # the filter on that number (no bound: a null rn)
 
 
-def batch_frame(df, level: str, malformed_per_partition: int | None,
-                late_before: str | None = None):
+def batch_frame(df, fmt: LineFormat, malformed_per_partition: int | None,
+                late_before: int | None = None):
     """Kafka rows (partition, offset, value) -> the batch's aggregate, as one Spark plan.
 
     One scan, one aggregation: a counted line is grouped under (partition, its minute), a valid
     line of another level under (partition, nothing), a malformed line under its own offset with
-    its reason and first bytes (a late line too: one of `level` whose minute is before
+    its reason and first bytes (a late line too: a counted one whose minute index is before
     `late_before`). With a `malformed_per_partition` bound, the malformed groups are then
     numbered per partition by offset and only the first `malformed_per_partition + 1` come back
     (the +1 tells the caller where to cut); with None, all come back and `rn` is null.
-    Columns: p, minute (binary 'YYYY-MM-DD HH:MM' or null), bad_offset, reason, raw, len, n, rn.
-    Every per-line step is a built-in expression (JVM code generation, no Python, no per-line
-    timestamp parsing: the calendar check is arithmetic on the digits).
+    Columns: p, minute (binary 'YYYY-MM-DD HH:MM' from the seed fast path, or null), mi (the
+    minute index from every other path, or null), bad_offset, reason, raw, len, n, rn.
+    Every per-line step is a built-in expression (formats/spark.py: JVM code generation, no
+    Python per line).
     """
     from pyspark import SparkContext
 
-    c = _plan_columns(SparkContext._active_spark_context, level, malformed_per_partition,
+    c = _plan_columns(SparkContext._active_spark_context, fmt, malformed_per_partition,
                       late_before)
-    agg = df.select(*c.rows).groupBy(*c.keys).agg(c.n)
+    agg = line_frame(df, fmt).groupBy(*c.keys).agg(c.n)
     if c.window is None:
         return agg.withColumn("rn", c.keep)
     return agg.withColumn("rn", c.window).filter(c.keep)
@@ -94,66 +89,41 @@ def batch_frame(df, level: str, malformed_per_partition: int | None,
 
 # Every Column is a py4j round trip to build: the ~120 of the plan took 0.10-0.19 s per batch,
 # a third of a small batch's warm cost. They are unresolved expressions, valid for any DataFrame
-# of the session's JVM, so each (JVM, level, bound, horizon) builds them once; the horizon moves
+# of the session's JVM, so each (JVM, format, bound, horizon) builds them once; the horizon moves
 # at most once a minute. Keyed by the SparkContext: a new session never gets another's columns.
 @functools.lru_cache(maxsize=16)
-def _plan_columns(context, level: str, malformed_per_partition: int | None,
-                  late_before: str | None) -> _PlanColumns:
+def _plan_columns(context, fmt: LineFormat, malformed_per_partition: int | None,
+                  late_before: int | None) -> _PlanColumns:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    v = F.col("value")
-
-    def part(pos: int, length: int):
-        return F.substring(v, pos, length)
-
-    def lit(text: str):
-        return F.lit(text.encode())
-
-    def number(pos: int, length: int):  # only evaluated once the shape is known to be digits
-        return F.expr(f"try_cast(cast(substring(value, {pos}, {length}) as string) as int)")
-
-    # One trailing \r is ignored (contract).
-    line = F.when(part(-1, 1) == lit("\r"), F.expr("substring(value, 1, length(value) - 1)")) \
-        .otherwise(v)
-    shape_ok = (part(1, HEAD_BYTES).cast("string").rlike(_HEAD_RE)
-                | F.coalesce(line.cast("string"), F.lit("")).rlike(_LINE_RE))
-    # Calendar and clock, on the digits the shape guarantees: two-digit fields compare as text.
-    year, month, day = number(1, 4), number(6, 2), number(9, 2)
-    leap = (year % 4 == 0) & ((year % 100 != 0) | (year % 400 == 0))
-    month_days = (F.when(month == 2, F.when(leap, 29).otherwise(28))
-                  .when(month.isin(4, 6, 9, 11), 30).otherwise(31))
-    time_ok = ((part(1, 4) != lit("0000"))
-               & part(6, 2).between(lit("01"), lit("12")) & (part(9, 2) >= lit("01"))
-               & (part(12, 2) <= lit("23")) & (part(15, 2) <= lit("59"))
-               & (part(18, 2) <= lit("59"))
-               & ((part(9, 2) <= lit("28")) | (day <= month_days)))
-    counted = (part(21, len(level) + 1) == lit(level + " ")) | (
-        line == F.concat(part(1, 20), lit(level)))
-    reason = (F.when(F.coalesce(F.length(line), F.lit(0)) == 0, F.lit(REASON_EMPTY))
-              .when(~shape_ok, F.lit(REASON_FORMAT))
-              .when(~time_ok, F.lit(REASON_TIMESTAMP)))
-    if late_before is not None:  # 'YYYY-MM-DD HH:MM': fixed-width digits compare as text
-        reason = reason.when(counted & (part(1, 16) < lit(late_before)), F.lit(REASON_LATE))
-    rows = (F.col("partition").cast("int").alias("p"), F.col("offset"), v,
-            reason.alias("reason"), counted.alias("counted"))
-    bad = F.col("reason").isNotNull()
+    reason = F.col("reason")
+    if late_before is not None:
+        # The fast path's minute is fixed-width digits, which compare as text; the others' is
+        # an index.
+        late_text = minute_label(late_before)[:16].encode()
+        late = F.col("counted") & reason.isNull() & (
+            (F.col("minute") < F.lit(late_text)) | (F.col("mi") < late_before))
+        reason = F.when(late, F.lit(REASON_LATE)).otherwise(reason)
+    bad = reason.isNotNull()
+    counted = ~bad & F.col("counted")
     # Everything is a grouping key and the only aggregate is count(): Spark keeps the fast
     # hash aggregation (first()/collect of a binary would fall back to a slower one).
     keys = (
         "p",
-        F.when(~bad & F.col("counted"), F.substring("value", 1, 16)).alias("minute"),
+        F.when(counted, F.col("minute")).alias("minute"),
+        F.when(counted, F.col("mi")).alias("mi"),
         F.when(bad, F.col("offset")).alias("bad_offset"),
-        "reason",
+        reason.alias("reason"),
         F.when(bad, F.substring("value", 1, RAW_PREFIX_BYTES)).alias("raw"),
         F.when(bad, F.coalesce(F.length("value"), F.lit(0))).alias("len"),
     )
     n = F.count(F.lit(1)).alias("n")
     if malformed_per_partition is None:
-        return _PlanColumns(rows, keys, n, None, F.lit(None).cast("int"))
+        return _PlanColumns(keys, n, None, F.lit(None).cast("int"))
     w = Window.partitionBy("p", F.col("bad_offset").isNull()).orderBy("bad_offset")
     keep = F.col("bad_offset").isNull() | (F.col("rn") <= malformed_per_partition + 1)
-    return _PlanColumns(rows, keys, n, F.row_number().over(w), keep)
+    return _PlanColumns(keys, n, F.row_number().over(w), keep)
 
 
 # How long the broker may hold a fetch of the executors' consumers that finds no new record
@@ -203,14 +173,15 @@ def read_ranges(spark, bootstrap: str, topic: str, ranges: Sequence[OffsetRange]
             .options(**reader_options(bootstrap, topic, ranges, kafka_options)).load())
 
 
-def compute_batch(spark, bootstrap: str, topic: str, ranges: Sequence[OffsetRange], level: str,
+def compute_batch(spark, bootstrap: str, topic: str, ranges: Sequence[OffsetRange],
+                  fmt: LineFormat,
                   kafka_options: Mapping[str, str] | None = None,
                   max_malformed: int = MAX_MALFORMED_PER_BATCH,
-                  late_before: str | None = None,
+                  late_before: int | None = None,
                   single_task_max: int = SINGLE_TASK_MAX_RECORDS) -> BatchResult:
     """Run the batch's Spark job; return counts, malformed references and the final ranges.
 
-    `late_before` ('YYYY-MM-DD HH:MM' or None): counted lines of earlier minutes are late.
+    `late_before` (a minute index or None): counted lines of earlier minutes are late.
     Ranges of at most `single_task_max` offsets in all are one task (see SINGLE_TASK_MAX_RECORDS);
     the result is the same either way."""
     if not ranges:
@@ -227,7 +198,7 @@ def compute_batch(spark, bootstrap: str, topic: str, ranges: Sequence[OffsetRang
         # measured on 2 cores, a cold first job 2.62-2.84 -> 2.54-2.57 s, a warm 3.2k-record
         # batch 180-189 -> 160-176 ms (median of 30).
         numbered = any(r.size > per_part for r in rs)
-        return batch_frame(df, level, per_part if numbered else None, late_before).collect()
+        return batch_frame(df, fmt, per_part if numbered else None, late_before).collect()
 
     rows = aggregate(ranges)
     # A partition with more malformed lines than its share is cut just before the first one
@@ -251,8 +222,9 @@ def batch_result(rows: Sequence[Mapping], ranges: Sequence[OffsetRange]) -> Batc
         if r["bad_offset"] is not None:
             malformed.append(MalformedRef(r["p"], r["bad_offset"], r["reason"], bytes(r["raw"]),
                                           r["len"]))
-        elif r["minute"] is not None:
-            minute = bytes(r["minute"]).decode("ascii") + ":00"
+        elif r["minute"] is not None or r["mi"] is not None:
+            minute = (r["mi"] if r["minute"] is None
+                      else minute_index(bytes(r["minute"]).decode("ascii")))
             result.counts[minute] = result.counts.get(minute, 0) + r["n"]
     result.malformed = sorted(malformed, key=lambda m: (m.partition, m.offset))
     return result

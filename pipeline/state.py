@@ -3,8 +3,9 @@ start does with what it finds.
 
 The state is the per-minute totals, the input offsets those totals include, the event-time
 watermark, and the identity they belong to (input topic and its id, output topic and its id,
-level, format). It lives in a compacted topic beside the output topic (`<output>-state`) and is
-written in the SAME transaction as the totals it describes, so the two can never disagree:
+levels, and the other counting settings: line rule, time pattern, timezone, JSON fields). It lives
+in a compacted topic beside the output topic (`<output>-state`) and is written in the SAME
+transaction as the totals it describes, so the two can never disagree:
     key b"progress"              JSON: format, identity, offsets, watermark
     key b"totals/YYYY-MM-DD HH"  the hour's minutes and totals (pipeline.totals.encode_hour)
 The group's committed offsets (sent in that transaction too) are a mirror for lag monitors and
@@ -18,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from core.errors import ConfigError
+from formats.spec import LineFormat
 from pipeline.offsets import OffsetRange
 from pipeline.totals import (
     Totals,
@@ -70,7 +72,18 @@ class Identity:
     input_topic_id: str
     output_topic: str
     output_topic_id: str
-    level: str
+    level: str  # the levels counted, 'ERROR' or 'CRITICAL,ERROR,FATAL' (LineFormat.level_label)
+    # The other counting settings that differ from their defaults, (flag, value) sorted: the
+    # line rule or regex, time pattern, timezone and JSON fields (counting_settings). A state
+    # written before they existed has none, which is what the defaults are.
+    counting: tuple[tuple[str, str], ...] = ()
+
+
+def counting_settings(fmt: LineFormat) -> tuple[tuple[str, str], ...]:
+    """A format's counting settings besides the levels, those not at their defaults."""
+    defaults = LineFormat().identity()
+    return tuple(sorted((k, v) for k, v in fmt.identity().items()
+                        if k != "--level" and v is not None and v != defaults[k]))
 
 
 @dataclass(frozen=True)
@@ -87,7 +100,8 @@ class ProgressRecord:
         return json.dumps({
             "format": FORMAT, "input_topic": i.input_topic, "input_topic_id": i.input_topic_id,
             "output_topic": i.output_topic, "output_topic_id": i.output_topic_id,
-            "level": i.level, "offsets": {str(p): o for p, o in sorted(self.offsets.items())},
+            "level": i.level, "counting": dict(i.counting),
+            "offsets": {str(p): o for p, o in sorted(self.offsets.items())},
             "watermark": None if self.watermark is None else minute_text(self.watermark),
             "closed_before": (None if self.closed_before is None
                               else minute_text(self.closed_before)),
@@ -102,8 +116,12 @@ class ProgressRecord:
         if not isinstance(v, dict) or v.get("format") != FORMAT:
             got = v.get("format") if isinstance(v, dict) else None
             raise ValueError(f"progress record has format {got!r}; this logcount reads {FORMAT}")
+        counting = v.get("counting") or {}
+        if not isinstance(counting, dict):
+            raise ValueError("progress record's counting settings are not an object")
         ident = Identity(v["input_topic"], v["input_topic_id"], v["output_topic"],
-                         v["output_topic_id"], v["level"])
+                         v["output_topic_id"], v["level"],
+                         tuple(sorted((str(k), str(x)) for k, x in counting.items())))
         wm, closed = v.get("watermark"), v.get("closed_before")
         return cls(ident, {int(p): int(o) for p, o in v["offsets"].items()},
                    None if wm is None else minute_index(wm),
@@ -141,6 +159,7 @@ class Wanted:
     exactly_once: bool = True
     starting_offsets: str = "earliest"
     horizon_minutes: int | None = None
+    counting: tuple[tuple[str, str], ...] = ()  # Identity.counting
 
 
 @dataclass(frozen=True)
@@ -170,6 +189,19 @@ def _partitions(d: Mapping[int, int]) -> str:
     return ", ".join(f"p{p}" for p in sorted(d))
 
 
+def _refuse_other_counting(old: Identity, want: Wanted) -> None:
+    """A counting setting other than the state's: the totals would mix two rules."""
+    was, now = dict(old.counting), dict(want.counting)
+    for flag in sorted(set(was) | set(now)):
+        if was.get(flag) != now.get(flag):
+            def shown(v: str | None) -> str:
+                return "(not set)" if v is None else repr(v)
+            raise StateRefused(
+                f"output topic {want.output_topic} was counted with {flag} {shown(was.get(flag))}, "
+                f"this start has {shown(now.get(flag))}: the totals would mix both; use a new "
+                f"--output-topic (and group) for the new setting")
+
+
 def check_start(progress: ProgressRecord | None, hours: Mapping[int, bytes], facts: StartFacts,
                 want: Wanted) -> Start:
     """Compare the stored state with the cluster; repair what can be made exact, refuse the rest.
@@ -183,7 +215,7 @@ def check_start(progress: ProgressRecord | None, hours: Mapping[int, bytes], fac
     (retention deleted records before they were read: they are gone).
     """
     ident = Identity(want.input_topic, facts.input_topic_id, want.output_topic,
-                     facts.output_topic_id, want.level)
+                     facts.output_topic_id, want.level, want.counting)
     warnings: list[str] = []
     tombstones: list[bytes] = []
     read_before = bool(facts.group)  # the input was read by this stage before
@@ -197,6 +229,7 @@ def check_start(progress: ProgressRecord | None, hours: Mapping[int, bytes], fac
             raise StateRefused(
                 f"output topic {want.output_topic} counts level {old.level}, not {want.level}: "
                 f"the totals would mix both; use another --output-topic for {want.level}")
+        _refuse_other_counting(old, want)
         if old.output_topic_id != facts.output_topic_id:
             warnings.append(
                 f"output topic {want.output_topic} was recreated (id {old.output_topic_id} in "
@@ -336,7 +369,7 @@ class StageState:
                               self.closed_before) if b is not None]
         return max(bounds) if bounds else None
 
-    def change(self, ranges: Sequence[OffsetRange], counts: Mapping[str, int],
+    def change(self, ranges: Sequence[OffsetRange], counts: Mapping[int, int],
                now_minute: int, starts: Mapping[int, int] | None = None,
                extra_records: Sequence[tuple[bytes, bytes | None]] = ()) -> Change:
         """The batch's effect: new totals of the minutes it touched, offsets at the ranges' ends
@@ -344,7 +377,7 @@ class StageState:
         the watermark moved by the minutes it counted (never past the wall clock, and not at all
         by a minute beyond now + FUTURE_SLACK_MINUTES),
         hours that fell behind the horizon evicted, and the state records that say all this."""
-        by_minute = {minute_index(m): n for m, n in counts.items() if n}
+        by_minute = {m: n for m, n in counts.items() if n}
         updates = self.totals.merged(by_minute)
         offsets = {**self.offsets, **(starts or {}), **{r.partition: r.end for r in ranges}}
         honest = [m for m in by_minute if m <= now_minute + FUTURE_SLACK_MINUTES]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from formats.spec import LineFormat
 from pipeline.offsets import OffsetRange
 from pipeline.state import (
     FUTURE_SLACK_MINUTES,
@@ -15,6 +16,7 @@ from pipeline.state import (
     StateRefused,
     Wanted,
     check_start,
+    counting_settings,
     decode_records,
     late_before,
 )
@@ -145,8 +147,8 @@ def _state(horizon=None, watermark=M0) -> StageState:
 
 def test_a_change_is_pure_until_advanced_and_carries_totals_offsets_and_state():
     state = _state()
-    change = state.change([OffsetRange(0, 40, 90)], {"2017-07-30 14:09:00": 3,
-                                                      "2017-07-30 15:00:00": 2}, M0 + 1000)
+    counts = {minute_index("2017-07-30 14:09"): 3, minute_index("2017-07-30 15:00"): 2}
+    change = state.change([OffsetRange(0, 40, 90)], counts, M0 + 1000)
     assert change.updates == {M0: 10, M0 + 51: 2}
     assert change.offsets == {0: 90, 1: 10}
     assert state.totals.get(M0) == 7 and state.offsets == {0: 40, 1: 10}, "pure until advance"
@@ -164,16 +166,16 @@ def test_a_change_is_pure_until_advanced_and_carries_totals_offsets_and_state():
 
 def test_a_future_minute_never_moves_the_watermark_past_the_wall_clock():
     state = _state(horizon=60)
-    change = state.change([], {"2099-01-01 00:00:00": 1}, M0)
+    change = state.change([], {minute_index("2099-01-01 00:00"): 1}, M0)
     assert change.watermark == M0, "far beyond the slack: ignored"
-    near = state.change([], {"2017-07-31 14:00:00": 1}, M0 + 30)
+    near = state.change([], {minute_index("2017-07-31 14:00"): 1}, M0 + 30)
     assert minute_index("2017-07-31 14:00") <= M0 + 30 + FUTURE_SLACK_MINUTES
     assert near.watermark == M0 + 30, "within the slack: counted, but the watermark stops at now"
 
 
 def test_evicted_minutes_stay_closed_under_a_wider_or_removed_horizon():
     state = _state(horizon=60)
-    change = state.change([], {"2017-07-30 16:30:00": 1}, M0 + 1000)
+    change = state.change([], {minute_index("2017-07-30 16:30"): 1}, M0 + 1000)
     state.advance(change)
     closed = ProgressRecord.decode(dict(change.state_records)[PROGRESS_KEY]).closed_before
     assert closed == minute_index("2017-07-30 15:00"), "hour 14 was evicted whole"
@@ -211,10 +213,56 @@ def test_hours_behind_the_horizon_are_tombstoned_and_leave_memory():
     state = _state(horizon=60)  # holds 14:09 = M0
     # A batch at 16:30 moves the watermark: the horizon is 15:30, so hour 14 is gone whole,
     # and so is a minute of hour 14 this same batch counted (before it learned of 16:30).
-    change = state.change([], {"2017-07-30 16:30:00": 1, "2017-07-30 14:50:00": 1}, M0 + 200)
+    counts = {minute_index("2017-07-30 16:30"): 1, minute_index("2017-07-30 14:50"): 1}
+    change = state.change([], counts, M0 + 200)
     tomb = [k for k, v in change.state_records if v is None]
     assert tomb == [hour_key(M0 // 60)]
     assert hour_key(M0 // 60) not in [k for k, v in change.state_records if v is not None]
     state.advance(change)
     assert state.totals.get(M0) == 0 and state.totals.get(minute_index("2017-07-30 16:30")) == 1
     assert state.late_before() == minute_index("2017-07-30 15:30")
+
+
+# --- the counting settings are the state's identity ------------------------------------------
+
+
+def test_a_progress_record_keeps_the_counting_settings_and_reads_an_older_one_as_defaults():
+    fmt = LineFormat.from_flags("error,FATAL", "Europe/Paris", r"(?<time>\S+ \S+) (?<level>\w+)")
+    ident = Identity("in", "IN-ID", "out", "OUT-ID", fmt.level_label, counting_settings(fmt))
+    back = ProgressRecord.decode(ProgressRecord(ident, {0: 1}).encode())
+    assert back.identity == ident and ident.level == "ERROR,FATAL"
+    assert dict(ident.counting) == {"--timezone": "Europe/Paris",
+                                    "--line-regex": r"(?<time>\S+ \S+) (?<level>\w+)"}
+    older = ProgressRecord(IDENT, {0: 1}).encode().replace(b',"counting":{}', b"")
+    assert b"counting" not in older and ProgressRecord.decode(older).identity == IDENT
+    assert counting_settings(LineFormat()) == ()
+
+
+@pytest.mark.parametrize("flags, named", [
+    (dict(timezone="+05:30"), "--timezone"),
+    (dict(line_regex=r"(?<time>\S+) (?<level>\w+)"), "--line-regex"),
+    (dict(json_line_field="message"), "--json-line-field"),
+    (dict(json_time_field="ts", json_level_field="level"), "--json-level-field"),
+])
+def test_a_start_with_another_counting_setting_is_refused_naming_it(flags, named):
+    fmt = LineFormat.from_flags(**flags)
+    want = Wanted("in", "out", "ERROR", counting=counting_settings(fmt))
+    with pytest.raises(StateRefused, match=named) as refused:
+        check_start(*stored(), facts(), want)
+    assert "use a new --output-topic" in str(refused.value)
+    # ...and the other way round: a state counted with it, a start without it.
+    with pytest.raises(StateRefused, match=named):
+        check_start(*stored(counting=counting_settings(fmt)), facts(), WANT)
+    same = check_start(*stored(counting=counting_settings(fmt)), facts(), want)
+    assert not same.warnings
+
+
+def test_a_time_pattern_change_is_refused_and_levels_compare_as_a_set():
+    a = counting_settings(LineFormat.from_flags(time_pattern="yy/MM/dd HH:mm:ss"))
+    b = counting_settings(LineFormat.from_flags(time_pattern="yyyy/MM/dd HH:mm:ss"))
+    with pytest.raises(StateRefused, match="--time-pattern"):
+        check_start(*stored(counting=a), facts(), Wanted("in", "out", "ERROR", counting=b))
+    both = LineFormat.from_flags("fatal, ERROR").level_label
+    assert both == LineFormat.from_flags("ERROR,FATAL").level_label == "ERROR,FATAL"
+    with pytest.raises(StateRefused, match="counts level ERROR, not ERROR,FATAL"):
+        check_start(*stored(), facts(), Wanted("in", "out", both))

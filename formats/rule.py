@@ -1,0 +1,338 @@
+"""The pure-Python twin of the Spark plan (formats/spark.py): one record -> its minute and level,
+or the reason it goes to the DLQ. `produce --expect`, the tests and the bench use it; the stage
+itself parses in the JVM. tests/unit/test_formats_property.py holds the two together.
+
+A minute is an int, minutes since 0001-01-01 00:00 UTC (the state's minute index). Outcomes:
+`Parsed(minute, level)` (counted when `level` is one of the format's levels) or
+`Malformed(reason)`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
+from zoneinfo import ZoneInfo
+
+from formats.spec import EPOCH_MINUTE, MINUTE_END, FormatError, LineFormat, TimePattern
+
+__all__ = ["Parsed", "Malformed", "parse_record", "expected_counts", "minute_label",
+           "REASON_EMPTY", "REASON_FORMAT", "REASON_TIMESTAMP", "REASON_RANGE", "REASON_LATE",
+           "REASON_NO_MATCH", "REASON_NOT_JSON", "REASON_LINE_FIELD", "REASON_TIME_FIELD",
+           "REASON_NO_LEVEL", "REASONS", "ISO_TIME", "DEFAULT_LINE"]
+
+REASON_EMPTY = "empty line"
+REASON_FORMAT = "does not start with 'YYYY-MM-DD HH:MM:SS LEVEL'"
+REASON_TIMESTAMP = "invalid timestamp"
+REASON_RANGE = "timestamp out of range"
+# A counted line older than --lateness-horizon allows (pipeline.state.late_before): well formed,
+# but its minute is closed; it goes to the DLQ instead of changing a total.
+REASON_LATE = "late"
+REASON_NO_MATCH = "does not match --line-regex"
+REASON_NOT_JSON = "not a JSON object"
+REASON_LINE_FIELD = "line field missing or not a string"
+REASON_TIME_FIELD = "time field missing or not a string or number"
+REASON_NO_LEVEL = "no level"
+REASONS = (REASON_EMPTY, REASON_FORMAT, REASON_TIMESTAMP, REASON_RANGE, REASON_LATE,
+           REASON_NO_MATCH, REASON_NOT_JSON, REASON_LINE_FIELD, REASON_TIME_FIELD,
+           REASON_NO_LEVEL)
+
+# ISO 8601 as the default rule and --line-regex's time group take it. Both sides are ASCII-only
+# (\d is 0-9 in Java without (?U), and in Python's bytes patterns and under re.ASCII).
+ISO_TIME = r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})?"
+# The default line rule: the timestamp (bare or in square brackets), ONE space, the level word,
+# then a space or the end. Shared with the Spark plan, which anchors it with ^ and ends with \z.
+DEFAULT_LINE = rf"(?:\[({ISO_TIME})\]|({ISO_TIME})) ([A-Za-z]+)(?= |$)"
+_DEFAULT = re.compile(DEFAULT_LINE.replace("$", r"\Z").encode())
+_ISO = re.compile(r"(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,]\d{1,9})?"
+                  r"(Z|[+-]\d{2}:?\d{2})?", re.ASCII)
+_EPOCH_SECONDS_BELOW = 1e11  # epoch seconds below 10^11 (year 5138), milliseconds above
+_MONTHS = {m: i for i, m in enumerate(
+    ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
+
+
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    minute: int  # UTC minute index
+    level: str  # upper-cased
+
+
+@dataclass(frozen=True, slots=True)
+class Malformed:
+    reason: str
+
+
+class _Bad(Exception):
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+def minute_label(idx: int) -> str:
+    """Minute index -> 'YYYY-MM-DD HH:MM:00'."""
+    days, m = divmod(idx, 1440)
+    return f"{date.fromordinal(days + 1).isoformat()} {m // 60:02d}:{m % 60:02d}:00"
+
+
+def strip_terminator(raw: bytes) -> bytes:
+    """One trailing \\r\\n, \\n or \\r is ignored (Docker's json-file log keeps the \\n)."""
+    if raw.endswith(b"\r\n"):
+        return raw[:-2]
+    if raw.endswith((b"\n", b"\r")):
+        return raw[:-1]
+    return raw
+
+
+def parse_record(raw: bytes, fmt: LineFormat) -> Parsed | Malformed:
+    """One Kafka record value -> Parsed or Malformed, by `fmt`'s rule."""
+    try:
+        if fmt.kind in ("default", "regex"):
+            return _line(raw, fmt)
+        obj = _json_object(raw)
+        if fmt.kind == "json-line":
+            line = _field(obj, fmt.json_line_field)
+            if not isinstance(line, str):
+                raise _Bad(REASON_LINE_FIELD)
+            return _line(line.encode("utf-8", "surrogatepass"), fmt)
+        return _structured(obj, fmt)
+    except _Bad as bad:
+        return Malformed(bad.reason)
+
+
+def expected_counts(records: Iterable[bytes], fmt: LineFormat) -> dict[str, int]:
+    """Per-minute counts ('YYYY-MM-DD HH:MM:00' -> n) of the lines `fmt` counts."""
+    out: dict[str, int] = {}
+    for raw in records:
+        p = parse_record(raw, fmt)
+        if isinstance(p, Parsed) and p.level in fmt.levels:
+            key = minute_label(p.minute)
+            out[key] = out.get(key, 0) + 1
+    return out
+
+
+# --- text lines -------------------------------------------------------------------------------
+
+
+def _line(raw: bytes, fmt: LineFormat) -> Parsed:
+    line = strip_terminator(raw)
+    if not line:
+        raise _Bad(REASON_EMPTY)
+    if fmt.line_regex is None:
+        m = _DEFAULT.match(line)
+        if m is None:
+            raise _Bad(REASON_FORMAT)
+        text = (m.group(1) or m.group(2)).decode("ascii")
+        level = m.group(3).decode("ascii")
+    else:
+        # Spark matches the decoded text (invalid UTF-8 becomes U+FFFD), so does the twin.
+        m = _python_regex(fmt.line_regex).match(line.decode("utf-8", "replace"))
+        if m is None:
+            raise _Bad(REASON_NO_MATCH)
+        text, level = m.group("time") or "", m.group("level") or ""
+    minute = _time_text(text, fmt)
+    if not level:
+        raise _Bad(REASON_NO_LEVEL)
+    return Parsed(minute, level.upper())
+
+
+@functools.lru_cache(maxsize=8)
+def _python_regex(java: str) -> re.Pattern:
+    """A Java regex read by Python's re (named groups spelt (?P<name>); \\d, \\w and (?i) ASCII as
+    in Java). Java-only syntax fails here: the twin then cannot check that format."""
+    try:
+        return re.compile(re.sub(r"\(\?<([A-Za-z][A-Za-z0-9]*)>", r"(?P<\1>", java), re.ASCII)
+    except re.error as exc:
+        raise FormatError(f"--line-regex: Python's re cannot read it ({exc}); the stage "
+                          f"itself uses Java's") from None
+
+
+def _time_text(text: str, fmt: LineFormat) -> int:
+    """A time as text -> UTC minute index (ISO 8601, or --time-pattern when given)."""
+    pattern = fmt.pattern
+    fields = _pattern_fields(text, pattern) if pattern else _iso_fields(text)
+    year, month, day, hour, minute, second, zone = fields
+    if year == 0:
+        raise _Bad(REASON_TIMESTAMP)
+    try:
+        local = datetime(year, month, day, hour, minute, second)
+    except ValueError:
+        raise _Bad(REASON_TIMESTAMP) from None
+    if zone is not None:
+        utc = _minus_offset(local, zone)
+    else:
+        utc = _minus_offset(local, _zone_offset(local, fmt.timezone))
+    return (utc.toordinal() - 1) * 1440 + utc.hour * 60 + utc.minute
+
+
+def _iso_fields(text: str):
+    m = _ISO.fullmatch(text)
+    if m is None:
+        raise _Bad(REASON_TIMESTAMP)
+    y, mo, d, h, mi, s = (int(g) for g in m.groups()[:6])
+    return y, mo, d, h, mi, s, _offset_minutes(m.group(7))
+
+
+def _pattern_fields(text: str, pattern: TimePattern):
+    m = pattern.regex.fullmatch(text)
+    if m is None:
+        raise _Bad(REASON_TIMESTAMP)
+    g = m.groupdict()
+    year = int(g["y"]) if g.get("y") else 2000 + int(g["yy"])
+    month = _MONTHS[g["mon"]] if g.get("mon") else int(g["M"])
+    if g.get("h"):
+        h = int(g["h"])
+        if not 1 <= h <= 12:
+            raise _Bad(REASON_TIMESTAMP)
+        hour = h % 12 + (12 if g["ampm"] == "PM" else 0)
+    else:
+        hour = int(g["H"])
+    return (year, month, int(g["d"]), hour, int(g["m"]), int(g.get("s") or 0),
+            _offset_minutes(g.get("zone")))
+
+
+def _offset_minutes(zone: str | None) -> int | None:
+    """'Z', '+08:00', '+0800', '+08' -> minutes east of UTC; None without a zone. java.time
+    refuses offsets past ±18:00 and minutes past 59, and so does this."""
+    if zone is None:
+        return None
+    if zone == "Z":
+        return 0
+    digits = zone[1:].replace(":", "")
+    hh, mm = int(digits[:2]), int(digits[2:] or 0)
+    if mm > 59 or hh * 60 + mm > 18 * 60:
+        raise _Bad(REASON_TIMESTAMP)
+    return (hh * 60 + mm) * (-1 if zone[0] == "-" else 1)
+
+
+def _zone_offset(local: datetime, tz: str) -> int:
+    """Minutes east of UTC of a local time in `tz`. fold=0 is java.time's rule: an ambiguous
+    time takes the earlier offset, and a time in a gap keeps the offset before it, which is the
+    same instant as moving it forward by the gap."""
+    if tz == "UTC":
+        return 0
+    if tz[0] in "+-":
+        return int(tz[1:3]) * 60 + int(tz[4:6]) if tz[0] == "+" else -(
+            int(tz[1:3]) * 60 + int(tz[4:6]))
+    off = local.replace(tzinfo=ZoneInfo(tz), fold=0).utcoffset()
+    return int(off.total_seconds() // 60) if off is not None else 0
+
+
+def _minus_offset(local: datetime, offset_minutes: int) -> datetime:
+    try:
+        utc = local - timedelta(minutes=offset_minutes)
+    except OverflowError:
+        raise _Bad(REASON_RANGE) from None
+    return utc.replace(tzinfo=UTC)
+
+
+# --- JSON ---------------------------------------------------------------------------------------
+
+
+class _Duplicate(ValueError):
+    pass
+
+
+def _no_duplicates(pairs):
+    out = {}
+    for k, v in pairs:
+        if k in out:
+            raise _Duplicate(k)
+        out[k] = v
+    return out
+
+
+def _no_constant(name):
+    raise ValueError(name)
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_float=Decimal,
+                            parse_constant=_no_constant)
+
+
+def _json_object(raw: bytes) -> dict:
+    """Spark's try_parse_json: the first JSON value of the text (what follows it is ignored),
+    duplicate keys refused; invalid UTF-8 becomes U+FFFD first. It must be an object."""
+    text = raw.decode("utf-8", "replace").lstrip(" \t\n\r")
+    try:
+        obj, _end = _DECODER.raw_decode(text)
+    except (ValueError, RecursionError):
+        raise _Bad(REASON_NOT_JSON) from None
+    if not isinstance(obj, dict):
+        raise _Bad(REASON_NOT_JSON)
+    return obj
+
+
+_MISSING = object()
+
+
+def _field(obj: dict, path: str | None):
+    """PATH as one literal key first (ECS's "log.level"), else a dotted path into objects.
+    A literal key holding JSON null does not count as present."""
+    assert path is not None
+    if obj.get(path) is not None:
+        return obj[path]
+    cur = obj
+    for part in path.split("."):
+        if not isinstance(cur, dict) or part not in cur:
+            return _MISSING
+        cur = cur[part]
+    return cur
+
+
+def _structured(obj: dict, fmt: LineFormat) -> Parsed:
+    t = _field(obj, fmt.json_time_field)
+    if isinstance(t, str):
+        minute = _time_text(t, fmt)
+    elif isinstance(t, int | Decimal) and not isinstance(t, bool):
+        minute = _epoch_minute(float(t))
+    else:
+        raise _Bad(REASON_TIME_FIELD)
+    level = _level_text(_field(obj, fmt.json_level_field))
+    if not level:
+        raise _Bad(REASON_NO_LEVEL)
+    return Parsed(minute, level.upper())
+
+
+def _epoch_minute(v: float) -> int:
+    """Epoch seconds (below 10^11) or milliseconds -> minute index, in double arithmetic as the
+    Spark plan does it (floor of v / 60 or v / 60000)."""
+    if not math.isfinite(v):
+        raise _Bad(REASON_RANGE)
+    unix = math.floor(v / 60.0) if abs(v) < _EPOCH_SECONDS_BELOW else math.floor(v / 60000.0)
+    idx = unix + EPOCH_MINUTE
+    if not 0 <= idx < MINUTE_END:
+        raise _Bad(REASON_RANGE)
+    return idx
+
+
+def _level_text(v) -> str:
+    """A level field as Spark's variant_get(..., 'string') gives it: text as is, numbers as
+    written (decimals without trailing zeros), true/false, objects as JSON."""
+    if v is _MISSING or v is None:
+        return ""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, Decimal):
+        text = str(v)
+        if "E" in text:  # exponent form: the variant holds a double
+            return _java_double(float(v))
+        return text.rstrip("0").rstrip(".") if "." in text else text
+    return json.dumps(v, separators=(",", ":"), default=str)
+
+
+def _java_double(x: float) -> str:
+    """Java's Double.toString for the values a level can plausibly hold."""
+    if x == int(x) and 1e-3 <= abs(x) < 1e7:
+        return f"{int(x)}.0"
+    if 1e-3 <= abs(x) < 1e7:
+        return repr(x)
+    mant, _, exp = f"{x:.17e}".partition("e")
+    return f"{float(mant)!r}E{int(exp)}"

@@ -1,0 +1,244 @@
+"""The Spark plan of a format (formats/spec.py): Kafka rows -> each record's reason, counted flag
+and minute, in Spark SQL built-ins only (JVM code generation, no Python per row).
+
+The pure twin is formats/rule.py; both follow its reasons and their order. Columns of
+`line_frame(df, fmt)`: p, offset, value, reason (null when well formed), counted, minute (binary
+'YYYY-MM-DD HH:MM' from the seed fast path, else null) and mi (the UTC minute index from every
+other path, else null). Exactly one of minute and mi is set on a counted line.
+"""
+
+from __future__ import annotations
+
+from formats.rule import (
+    DEFAULT_LINE,
+    ISO_TIME,
+    REASON_EMPTY,
+    REASON_FORMAT,
+    REASON_LINE_FIELD,
+    REASON_NO_LEVEL,
+    REASON_NO_MATCH,
+    REASON_NOT_JSON,
+    REASON_RANGE,
+    REASON_TIME_FIELD,
+    REASON_TIMESTAMP,
+)
+from formats.spec import EPOCH_MINUTE, MINUTE_END, FormatError, LineFormat
+
+__all__ = ["line_frame", "check_regex", "HEAD_BYTES"]
+
+# The seed fast path: `YYYY-MM-DD HH:MM:SS LEVEL ` in the first HEAD_BYTES. A seed line is read
+# by fixed positions and digit arithmetic (no timestamp parsing, no string building): that is
+# what keeps the seed format as fast as before. Every other line takes the general path. Java
+# regex: \d is ASCII-only without UNICODE_CHARACTER_CLASS.
+_HEAD_RE = r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} [A-Za-z]+ "
+HEAD_BYTES = 64
+# Java's \z is the very end ($ would also match before a final line terminator).
+_DEFAULT_RE = "^" + DEFAULT_LINE.replace("$", r"\z").replace("([A-Za-z]+)", "[A-Za-z]+")
+_ISO_RE = "^" + ISO_TIME + r"\z"
+# Java regex: the start of the line must match; the named groups are read with one replacement
+# (Java's ${name}: an unmatched group gives ""), the two parts joined by NUL.
+_SEP = "\u0000"
+# Variant type names of JSON numbers (schema_of_variant).
+_NUMBER_TYPES = ("BIGINT", "INT", "SMALLINT", "TINYINT", "DOUBLE", "FLOAT")
+_EPOCH_SECONDS_BELOW = 1e11
+
+
+def line_frame(df, fmt: LineFormat):
+    """Kafka rows (partition, offset, value) -> per-record columns (module docstring)."""
+    from pyspark.sql import functions as F
+
+    base = [F.col("partition").cast("int").alias("p"), F.col("offset"), F.col("value")]
+    if fmt.kind in ("default", "regex"):
+        return df.select(*base, *_line_rule(F.col("value"), fmt, fast=_fast_ok(fmt)))
+    j = F.try_parse_json(F.col("value").cast("string"))
+    # A JSON object starts with '{' after JSON whitespace; try_parse_json takes any value.
+    is_object = F.left(F.ltrim(F.col("value").cast("string"), F.lit(" \t\n\r")), F.lit(1)) == "{"
+    parsed = df.select(*base, F.when(is_object, j).alias("j"))
+    if fmt.kind == "json-line":
+        line = _field(F.col("j"), fmt.json_line_field)
+        stage = parsed.select("p", "offset", "value", "j", line.alias("lf"))
+        is_text = F.schema_of_variant(F.col("lf")) == "STRING"
+        text = F.when(is_text, F.variant_get(F.col("lf"), "$", "string").cast("binary"))
+        ruled = stage.select("p", "offset", "value", "j", text.alias("ln"))
+        reason, counted, minute, mi = _line_rule(F.col("ln"), fmt, fast=False)
+        reason = (F.when(F.col("j").isNull(), F.lit(REASON_NOT_JSON))
+                  .when(F.col("ln").isNull(), F.lit(REASON_LINE_FIELD))
+                  .otherwise(reason))
+        return ruled.select("p", "offset", "value", reason.alias("reason"), counted, minute, mi)
+    stage = parsed.select("p", "offset", "value", "j",
+                          _field(F.col("j"), fmt.json_time_field).alias("tf"),
+                          _field(F.col("j"), fmt.json_level_field).alias("lvf"))
+    return stage.select("p", "offset", "value", *_structured(fmt))
+
+
+def check_regex(spark, fmt: LineFormat) -> None:
+    """Compile --line-regex with Java's own Pattern in the session's JVM, as the plan will: a
+    mistake is one FormatError line before any job (or topic) is touched."""
+    if fmt.line_regex is None:
+        return
+    jvm = spark.sparkContext._jvm
+    try:
+        jvm.java.util.regex.Pattern.compile(f"^(?:{fmt.line_regex})(?s:.*)\\z")
+    except Exception as exc:  # noqa: BLE001 - py4j wraps PatternSyntaxException
+        java = getattr(exc, "java_exception", None)
+        text = str(java.getMessage()) if java is not None else str(exc)
+        raise FormatError(f"--line-regex is not a valid Java regex: "
+                          f"{text.splitlines()[0]}") from None
+
+
+def _fast_ok(fmt: LineFormat) -> bool:
+    """The seed fast path reads the minute off the text: only where the text is UTC."""
+    return fmt.kind == "default" and fmt.timezone == "UTC"
+
+
+def _field(j, path: str | None):
+    """PATH as one literal key first (ECS's "log.level"), else the dotted path: a variant."""
+    from pyspark.sql import functions as F
+
+    assert path is not None
+    literal = F.try_variant_get(j, f"$['{path}']", "variant")
+    if "." not in path:
+        return literal
+    nested = F.try_variant_get(j, "$" + "".join(f"['{p}']" for p in path.split(".")),
+                               "variant")
+    present = literal.isNotNull() & ~F.is_variant_null(literal)
+    return F.when(present, literal).otherwise(nested)
+
+
+def _line_rule(ln, fmt: LineFormat, fast: bool):
+    """A text line (binary column) -> reason, counted, minute, mi columns."""
+    from pyspark.sql import functions as F
+
+    # One trailing \r\n, \n or \r is ignored.
+    n = F.length(ln)
+    line = (F.when(F.substring(ln, -2, 2) == F.lit(b"\r\n"), F.substring(ln, F.lit(1), n - 2))
+            .when(F.substring(ln, -1, 1).isin(F.lit(b"\n"), F.lit(b"\r")),
+                  F.substring(ln, F.lit(1), n - 1))
+            .otherwise(ln))
+    text = line.cast("string")
+    empty = F.coalesce(F.length(line), F.lit(0)) == 0
+    if fmt.line_kind == "default":
+        m = F.regexp_extract(text, _DEFAULT_RE, 0)
+        level = F.substring_index(m, " ", -1)
+        stamp = F.translate(F.left(m, F.length(m) - F.length(level) - 1), "[]", "")
+        utc, invalid = _read_time(stamp, fmt, iso_checked=True)
+        no_match, no_level = m == "", F.lit(False)
+    else:
+        groups = F.regexp_replace(text, f"^(?:{fmt.line_regex})(?s:.*)\\z",
+                                  "${time}" + _SEP + "${level}")
+        stamp = F.substring_index(groups, _SEP, 1)
+        level = F.substring_index(groups, _SEP, -1)
+        utc, invalid = _read_time(stamp, fmt, iso_checked=False)
+        no_match = ~text.rlike(f"^(?:{fmt.line_regex})")
+        no_level = level == ""
+    mi, out_of_range = _minute_of(utc)
+    reason = (F.when(empty, F.lit(REASON_EMPTY))
+              .when(no_match, F.lit(REASON_FORMAT if fmt.line_kind == "default"
+                                    else REASON_NO_MATCH))
+              .when(invalid, F.lit(REASON_TIMESTAMP))
+              .when(out_of_range, F.lit(REASON_RANGE))
+              .when(no_level, F.lit(REASON_NO_LEVEL)))
+    counted = F.upper(level).isin(*fmt.levels)
+    if not fast:
+        return (reason.alias("reason"), counted.alias("counted"),
+                F.lit(None).cast("binary").alias("minute"), mi.alias("mi"))
+    # The seed fast path (module comment at _HEAD_RE): the general columns above are evaluated
+    # only for lines it does not take (CASE WHEN evaluates the branch it takes).
+    v = ln
+    head = F.substring(v, 1, HEAD_BYTES).cast("string").rlike(_HEAD_RE)
+
+    def part(pos: int, length: int):
+        return F.substring(v, pos, length)
+
+    def lit(t: str):
+        return F.lit(t.encode())
+
+    def number(pos: int, length: int):  # only evaluated once the shape is known to be digits
+        return F.substring(v, pos, length).cast("string").try_cast("int")
+
+    year, month, day = number(1, 4), number(6, 2), number(9, 2)
+    leap = (year % 4 == 0) & ((year % 100 != 0) | (year % 400 == 0))
+    month_days = (F.when(month == 2, F.when(leap, 29).otherwise(28))
+                  .when(month.isin(4, 6, 9, 11), 30).otherwise(31))
+    # Calendar and clock on the digits the shape guarantees: two-digit fields compare as text.
+    time_ok = ((part(1, 4) != lit("0000"))
+               & part(6, 2).between(lit("01"), lit("12")) & (part(9, 2) >= lit("01"))
+               & (part(12, 2) <= lit("23")) & (part(15, 2) <= lit("59"))
+               & (part(18, 2) <= lit("59"))
+               & ((part(9, 2) <= lit("28")) | (day <= month_days)))
+    # The exact bytes first (the usual upper-case level), then case-insensitively.
+    fast_counted = None
+    for lv in fmt.levels:
+        word = part(21, len(lv) + 1)
+        hit = (word == lit(lv + " ")) | (F.upper(word.cast("string")) == lv + " ")
+        fast_counted = hit if fast_counted is None else fast_counted | hit
+    fast_reason = F.when(~time_ok, F.lit(REASON_TIMESTAMP))
+    return (F.when(head, fast_reason).otherwise(reason).alias("reason"),
+            F.when(head, fast_counted).otherwise(counted).alias("counted"),
+            F.when(head, part(1, 16)).alias("minute"),
+            F.when(~head, mi).alias("mi"))
+
+
+def _read_time(stamp, fmt: LineFormat, iso_checked: bool):
+    """Time text -> (UTC timestamp column, invalid flag column)."""
+    from pyspark.sql import functions as F
+
+    pattern = fmt.pattern
+    if pattern is not None:
+        parsed = F.try_to_timestamp(stamp, F.lit(pattern.pattern))
+        zoned = F.lit(pattern.has_zone)
+        invalid = parsed.isNull() | (F.year(parsed) == 0)
+    else:
+        # Spark's timestamp text takes '.' as the fraction separator only (log4j writes ',').
+        iso = F.translate(stamp, ",", ".")
+        parsed = F.try_to_timestamp(iso)
+        after_clock = F.substring(iso, 20, 20)
+        zoned = ((F.right(iso, F.lit(1)) == "Z") | (F.instr(after_clock, "+") > 0)
+                 | (F.instr(after_clock, "-") > 0))
+        invalid = parsed.isNull() | (F.left(stamp, F.lit(4)) == "0000")
+        if not iso_checked:
+            invalid = ~stamp.rlike(_ISO_RE) | invalid
+    if fmt.timezone == "UTC":
+        utc = parsed
+    else:
+        utc = F.when(zoned, parsed).otherwise(F.to_utc_timestamp(parsed, fmt.timezone))
+    return utc, invalid
+
+
+def _minute_of(utc):
+    """UTC timestamp -> (minute index, out-of-range flag): years 1-9999 only."""
+    from pyspark.sql import functions as F
+
+    in_range = F.year(utc).between(1, 9999)
+    mi = F.when(in_range, F.floor(F.unix_seconds(utc) / 60) + EPOCH_MINUTE)
+    return mi, ~in_range
+
+
+def _structured(fmt: LineFormat):
+    """Columns tf (time field) and lvf (level field), variants -> reason, counted, minute, mi."""
+    from pyspark.sql import functions as F
+
+    tf, lvf = F.col("tf"), F.col("lvf")
+    t_type = F.schema_of_variant(tf)
+    is_text = t_type == "STRING"
+    is_number = t_type.isin(*_NUMBER_TYPES) | t_type.startswith("DECIMAL")
+    utc, invalid = _read_time(F.variant_get(tf, "$", "string"), fmt, iso_checked=False)
+    text_mi, text_out = _minute_of(utc)
+    # Epoch seconds below 10^11, else milliseconds; compared as doubles before the floor, so an
+    # infinite or huge number is out of range instead of overflowing the cast.
+    v = F.variant_get(tf, "$", "double")
+    q = F.when(F.abs(v) < _EPOCH_SECONDS_BELOW, v / 60.0).otherwise(v / 60000.0)
+    q_ok = (q >= float(-EPOCH_MINUTE)) & (q < float(MINUTE_END - EPOCH_MINUTE))
+    num_mi = F.when(q_ok, F.floor(q) + EPOCH_MINUTE)
+    lv_type = F.schema_of_variant(lvf)
+    level = F.when(lvf.isNull() | (lv_type == "VOID"), F.lit("")).otherwise(
+        F.variant_get(lvf, "$", "string"))
+    reason = (F.when(F.col("j").isNull(), F.lit(REASON_NOT_JSON))
+              .when(tf.isNull() | ~(is_text | is_number), F.lit(REASON_TIME_FIELD))
+              .when(is_text & invalid, F.lit(REASON_TIMESTAMP))
+              .when(is_text & text_out, F.lit(REASON_RANGE))
+              .when(is_number & ~q_ok, F.lit(REASON_RANGE))
+              .when(level == "", F.lit(REASON_NO_LEVEL)))
+    mi = F.when(is_text, text_mi).otherwise(num_mi)
+    return (reason.alias("reason"), F.upper(level).isin(*fmt.levels).alias("counted"),
+            F.lit(None).cast("binary").alias("minute"), mi.alias("mi"))
