@@ -23,6 +23,7 @@ from confluent_kafka.admin import OffsetSpec
 from bench import data
 from bench.latency import RateProducer
 from connectors import kafka_io, stack
+from formats.spec import LineFormat
 from pipeline import job
 from pipeline.cds import spark_java_options
 from pipeline.offsets import plan_ranges
@@ -64,7 +65,7 @@ def main() -> int:
         t.append(time.monotonic())
         df = job.read_ranges(spark, stack.BOOTSTRAP, topic, ranges, options).coalesce(1)
         t.append(time.monotonic())
-        frame = job.batch_frame(df, "ERROR", None, None)
+        frame = job.batch_frame(df, LineFormat(), None, None)
         t.append(time.monotonic())
         qe = frame._jdf.queryExecution()
         qe.optimizedPlan()

@@ -20,6 +20,7 @@ from confluent_kafka.admin import OffsetSpec
 from bench import data
 from bench.steady_state import raw_jvm
 from connectors import kafka_io, stack
+from formats.spec import LineFormat
 from pipeline import job
 from pipeline.offsets import OffsetRange
 from pipeline.spark import V1_SOURCES_DEFAULT, V1_SOURCES_KEY, spark_session
@@ -47,7 +48,7 @@ def main() -> int:
         assert job.read_ranges(spark, stack.BOOTSTRAP, topic, ranges, options).count() == n
 
     def batch() -> None:
-        job.compute_batch(spark, stack.BOOTSTRAP, topic, ranges, "ERROR", options)
+        job.compute_batch(spark, stack.BOOTSTRAP, topic, ranges, LineFormat(), options)
 
     v2 = spark.conf.get(V1_SOURCES_KEY)
     seconds: dict[str, list[float]] = {}

@@ -11,6 +11,7 @@ import os
 import sys
 from pathlib import Path
 
+from formats.spec import LineFormat
 from pipeline.cds import QUIET, archive_path
 from pipeline.job import batch_frame, read_ranges
 from pipeline.offsets import OffsetRange
@@ -25,10 +26,15 @@ def _train(tmp: Path) -> None:
     # The stage's own session settings, so the archive holds what a stage start loads.
     spark = spark_session("local[*]", "logcount-cds", f"-XX:ArchiveClassesAtExit={tmp} {QUIET}")
     spark.range(10).count()
-    df = spark.createDataFrame([(0, 0, b"2017-07-30 14:09:08 ERROR x"), (0, 1, b"bad")],
+    # The seed fast path and the default rule's general path (a Kafka log line), then a
+    # structured JSON format: the classes of every kind of plan a stage may run.
+    df = spark.createDataFrame([(0, 0, b"2017-07-30 14:09:08 ERROR x"), (0, 1, b"bad"),
+                                (0, 2, b"[2017-07-30 14:09:08,123] ERROR x (kafka.Foo)")],
                                "partition int, offset long, value binary")
-    batch_frame(df, "ERROR", 1).collect()  # a batch with the malformed refs numbered
-    batch_frame(df, "ERROR", None).collect()  # and without (a first batch, a caught-up stage)
+    batch_frame(df, LineFormat(), 1).collect()  # a batch with the malformed refs numbered
+    batch_frame(df, LineFormat(), None).collect()  # without (a first batch, a caught-up stage)
+    structured = LineFormat(json_time_field="ts", json_level_field="level")
+    batch_frame(df, structured, None).collect()
     _kafka_classes(spark)
     jvm_pid = spark._jvm.java.lang.ProcessHandle.current().pid()
     spark.stop()
@@ -50,7 +56,7 @@ def _kafka_classes(spark) -> None:
     with contextlib.suppress(Exception):  # the expected TimeoutException, via py4j
         # Through DataSource V2 (pipeline/spark.py SQL_CONF) the offsets are asked for when the
         # job starts: collect, which fails there, before any task.
-        batch_frame(df.coalesce(1), "ERROR", None).collect()
+        batch_frame(df.coalesce(1), LineFormat(), None).collect()
     jvm = spark._jvm
     props = jvm.java.util.Properties()
     deserializer = "org.apache.kafka.common.serialization.ByteArrayDeserializer"
