@@ -185,6 +185,30 @@ def test_a_switched_level_is_refused(endpoints, names):
     assert "counts level ERROR, not WARN" in line, line
 
 
+def test_every_counting_setting_is_identity_a_changed_one_is_refused(endpoints, names):
+    """Each setting that decides what is counted: a restart with another is exit 2, nothing
+    published, one line naming it; the same settings again (levels in another order and case)
+    are accepted."""
+    more_input(endpoints, names, 1)
+    first = ("--level", "error,FATAL", "--timezone", "Europe/Paris")
+    cli(*stage_args(endpoints, names, "--once", *first))
+    for extra, named in [
+        (("--level", "ERROR,FATAL"), "--timezone"),
+        (("--level", "ERROR", "--timezone", "Europe/Paris"), "counts level ERROR,FATAL"),
+        ((*first, "--line-regex", r"(?<time>\S+ \S+) (?<level>\w+)"), "--line-regex"),
+        ((*first, "--line-regex", r"(?<time>\S+ \S+) (?<level>\w+)", "--time-pattern",
+          "yyyy-MM-dd HH:mm:ss"), "--line-regex"),
+        ((*first, "--json-line-field", "message"), "--json-line-field"),
+        ((*first, "--json-time-field", "ts", "--json-level-field", "level"), "--json-level-field"),
+    ]:
+        line = refused(endpoints, names, *extra)
+        assert named in line and "--output-topic" in line, line
+    more_input(endpoints, names, 2)
+    proc = cli(*stage_args(endpoints, names, "--once", "--level", "fatal,Error", "--timezone",
+                           "Europe/Paris"))
+    assert "batch 1 committed" in proc.stderr
+
+
 def test_an_output_topic_that_also_deletes_is_refused_before_anything(endpoints, names):
     more_input(endpoints, names, 1)
     kafka_io.ensure_topic(kafka_io.admin(endpoints.bootstrap), names.topic("out"), 4,

@@ -86,7 +86,22 @@ def mysql_url(url, password: str = "", database: str | None = None, port: int | 
     (["run", "--delivery", "maybe"], "choose from 'exactly-once', 'at-least-once'"),
     (["run", "--starting-offsets", "middle"], "choose from 'earliest', 'latest'"),
     (["run", "--lateness-horizon", "5x"], "--lateness-horizon takes"),
-    (["run", "--level", "ERR OR"], "--level must be a word"),
+    (["run", "--level", "ERR OR"], "--level takes a comma-separated list of level words"),
+    (["run", "--level", "ERROR,,FATAL"], "--level takes a comma-separated list of level words"),
+    (["run", "--timezone", "Mars/Olympus"], "--timezone 'Mars/Olympus' is not a known zone"),
+    (["run", "--timezone", "+19:00"], "--timezone offset +19:00 is beyond"),
+    (["run", "--line-regex", r"(?<time>\S+ \S+) (\w+)"], "(?<level>...); level missing"),
+    (["run", "--line-regex", r"(\S+) (?<level>\w+)"], "(?<level>...); time missing"),
+    (["run", "--time-pattern", "yy/MM/dd HH:mm:ss QQ"], "QQ is not supported"),
+    (["run", "--time-pattern", "HH:mm:ss"], "must name the year (y), month (M)"),
+    (["run", "--time-pattern", "yy/MM/dd 'HH:mm"], "an unclosed quote"),
+    (["run", "--json-line-field", ""], "--json-line-field needs a field path"),
+    (["run", "--json-time-field", "a..b", "--json-level-field", "level"],
+     "--json-time-field 'a..b' is not a field path"),
+    (["run", "--json-line-field", "message", "--json-time-field", "ts", "--json-level-field",
+      "level"], "give one or the other, not both"),
+    (["run", "--json-time-field", "ts"], "need both --json-time-field and --json-level-field"),
+    (["produce", "--synthetic", "5", "--shape", "cobol"], "--shape must be one of"),
     (["produce", "--synthetic", "-5"], "--synthetic must be at least 0"),
     (["produce", "--file", "/nonexistent/logs.txt"], "no such readable file"),
     (["demo", "--lines", "0"], "--lines must be at least 1"),
@@ -96,6 +111,17 @@ def test_a_bad_flag_is_one_line_and_exit_2(args, words):
     code, out, _ = run(*args)
     assert code == 2, out
     assert words in one_clear_line(out, 1)
+
+
+def test_a_regex_java_refuses_is_one_line_before_any_topic(endpoints, names):
+    """Python's re and Java's differ: the stage asks Java, as its plan will, before anything."""
+    code, out, _ = run(*stage_args(endpoints, names, "--once"), "--line-regex",
+                       r"(?<time>\S+ \S+) (?<level>\w+) [z-a]")
+    assert code == 2, out
+    line = one_clear_line(out, 1)
+    assert "--line-regex is not a valid Java regex: Illegal character range" in line, line
+    assert not any(topic_exists(endpoints.bootstrap, names.topic(r))
+                   for r in ("in", "out", "dlq")), "a flag mistake touched a topic"
 
 
 def test_a_bad_env_value_names_the_variable():
