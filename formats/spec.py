@@ -211,6 +211,9 @@ class LineFormat:
                 raise FormatError(f"--line-regex needs the named groups (?<time>...) and "
                                   f"(?<level>...); {' and '.join(sorted(missing))} missing")
         if time_pattern is not None:
+            if line_regex is None and json_time_field is None:
+                raise FormatError("--time-pattern reads the time group of --line-regex or the "
+                                  "--json-time-field text; the default rule reads ISO 8601")
             TimePattern.compile(time_pattern)
         return cls(levels, timezone, line_regex, time_pattern, json_line_field,
                    json_time_field, json_level_field)
