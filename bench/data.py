@@ -8,7 +8,7 @@ from confluent_kafka import Producer
 
 from connectors import kafka_io
 from connectors.produce import deliver_all
-from pipeline.synthetic import synthetic_lines
+from formats.shapes import synthetic_lines
 
 
 def generate(n: int, seed: int) -> list[bytes]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from confluent_kafka import KafkaException, Producer
@@ -14,8 +14,9 @@ from confluent_kafka import KafkaException, Producer
 from connectors import kafka_io
 from core.errors import AuthorizationError, ConfigError, DependencyError
 from core.settings import ProduceSettings
-from pipeline.lines import Parsed, parse_line
-from pipeline.synthetic import synthetic_lines
+from formats.rule import Parsed, minute_label, parse_record
+from formats.shapes import SyntheticRecord, synthetic_records
+from formats.spec import FormatError, LineFormat
 
 log = logging.getLogger("logcount.produce")
 
@@ -88,9 +89,9 @@ class _TooLarge:
 
 
 def produce_lines(bootstrap: str, topic: str, lines: Iterable[bytes], partitions: int = 4,
-                  extra: dict[str, str] | None = None, level: str = "ERROR",
-                  producer_config: dict | None = None) -> tuple[int, dict[str, int]]:
-    """Write every line as one record; return (lines written, expected per-minute counts).
+                  extra: dict[str, str] | None = None,
+                  producer_config: dict | None = None) -> int:
+    """Write every line as one record; return how many were written.
 
     A line over the topic's (or the producer's) message size limit stops the load before it is
     sent: the lines before it are all written (flushed), and the error says which line it was
@@ -109,7 +110,6 @@ def produce_lines(bootstrap: str, topic: str, lines: Iterable[bytes], partitions
         topic_max = PRODUCER_MAX_BYTES
     limit = min(topic_max, int(conf.get("message.max.bytes", PRODUCER_MAX_BYTES)))
     limit -= RECORD_OVERHEAD
-    expected: dict[str, int] = {}
     too_large = _TooLarge()
 
     def records():
@@ -117,9 +117,6 @@ def produce_lines(bootstrap: str, topic: str, lines: Iterable[bytes], partitions
             if len(line) > limit:
                 too_large.line_no, too_large.size = i, len(line)
                 return
-            p = parse_line(line)
-            if isinstance(p, Parsed) and p.level == level:
-                expected[p.minute] = expected.get(p.minute, 0) + 1
             yield line, None, -1
 
     n = deliver_all(Producer(conf), topic, records())
@@ -130,7 +127,43 @@ def produce_lines(bootstrap: str, topic: str, lines: Iterable[bytes], partitions
             f"message.max.bytes); the {n:,} lines before it were written to {topic}, nothing "
             f"after; to go on after it: tail -n +{too_large.line_no + 1} FILE | logcount "
             f"produce --file - --topic {topic}", n)
-    return n, expected
+    return n
+
+
+def synthetic_values(records: Iterable[SyntheticRecord], levels: Collection[str],
+                     expected: dict[str, int]) -> Iterator[bytes]:
+    """The records' values; each record of one of `levels` adds to `expected` (minute -> n) by
+    how it was generated, not by parsing it."""
+    for r in records:
+        if r.minute is not None and r.level in levels:
+            key = minute_label(r.minute)
+            expected[key] = expected.get(key, 0) + 1
+        yield r.value
+
+
+def file_values(lines: Iterable[bytes], fmt: LineFormat,
+                expected: dict[str, int]) -> Iterator[bytes]:
+    """The lines as they are; each that `fmt` counts adds to `expected` (formats/rule.py, the
+    pure twin of the stage's rule)."""
+    for line in lines:
+        p = parse_record(line, fmt)
+        if isinstance(p, Parsed) and p.level in fmt.levels:
+            key = minute_label(p.minute)
+            expected[key] = expected.get(key, 0) + 1
+        yield line
+
+
+def check_twin(fmt: LineFormat) -> None:
+    """The pure twin reads --line-regex with Python's re; a regex only Java reads cannot be
+    counted here. One ConfigError line, before any topic is touched."""
+    if fmt.line_regex is None:
+        return
+    try:
+        parse_record(b"x", replace(fmt, json_line_field=None, json_time_field=None,
+                                   json_level_field=None))
+    except FormatError as exc:
+        raise ConfigError(f"{exc}; produce --expect cannot count --file by it: leave out "
+                          f"--expect, or write the regex in syntax both read") from None
 
 
 class InputTooLarge(ConfigError):
@@ -142,16 +175,33 @@ class InputTooLarge(ConfigError):
 
 
 def run_produce(s: ProduceSettings) -> int:
-    lines = (file_lines(s.file) if s.file is not None
-             else synthetic_lines(s.synthetic or 0, s.seed))
-    n, expected = produce_lines(s.bootstrap_servers, s.topic, lines, s.partitions,
-                                s.kafka_client_config, s.level)
-    if s.expect:
+    fmt = s.line_format
+    expected: dict[str, int] | None = None
+    lines: Iterable[bytes]
+    if s.file is not None:
+        lines = file_lines(s.file)
+        if s.expect:
+            check_twin(fmt)
+            expected = {}
+            lines = file_values(lines, fmt, expected)
+    else:
+        expected = {}
+        records = synthetic_records(s.shape, s.synthetic or 0, s.seed, timezone=s.timezone)
+        lines = synthetic_values(records, fmt.levels, expected)
+    try:
+        n = produce_lines(s.bootstrap_servers, s.topic, lines, s.partitions,
+                          s.kafka_client_config)
+    except FormatError as exc:  # the twin met a setting it cannot read: one line, exit 2
+        raise ConfigError(str(exc)) from None
+    if s.expect and expected is not None:
         # Written whole, then renamed: a reader polling for it (the docker demo's check) never
         # sees half a file.
         tmp = Path(f"{s.expect}.tmp")
         tmp.write_text(json.dumps(dict(sorted(expected.items())), indent=1))
         tmp.replace(s.expect)
-    log.info("produced %d lines to %s (%d minutes with %s lines)", n, s.topic, len(expected),
-             s.level)
+    if expected is None:
+        log.info("produced %d lines to %s", n, s.topic)
+    else:
+        log.info("produced %d lines to %s (%d minutes with %s lines)", n, s.topic,
+                 len(expected), fmt.level_label)
     return 0

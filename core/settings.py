@@ -434,7 +434,8 @@ class ProduceSettings(_Settings):
     level: str = field(default="ERROR", metadata=opt(
         "the levels --expect counts (as run's --level)", metavar="LEVELS"))
     timezone: str = field(default="UTC", metadata=opt(
-        "for --file with --expect: as run's --timezone", metavar="ZONE"))
+        "the zone --synthetic writes zone-less shapes' local times in, and --file with --expect "
+        "reads them in (as run's --timezone)", metavar="ZONE"))
     line_regex: str | None = field(default=None, metadata=opt(
         "for --file with --expect: as run's --line-regex", metavar="REGEX"))
     time_pattern: str | None = field(default=None, metadata=opt(
@@ -457,6 +458,8 @@ class ProduceSettings(_Settings):
     def validate(self) -> ProduceSettings:
         if self.shape not in SHAPES:
             raise ConfigError(f"--shape must be one of {', '.join(SHAPES)}, got {self.shape!r}")
+        if self.file is not None and self.shape != "seed":
+            raise ConfigError("--shape is what --synthetic writes; a --file is loaded as it is")
         self.line_format  # noqa: B018 - validates the counting settings
         if (self.file is None) == (self.synthetic is None):
             raise ConfigError("produce needs exactly one of --file PATH or --synthetic N")

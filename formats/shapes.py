@@ -1,14 +1,33 @@
-"""The log shapes real services and shippers put in Kafka, and the `logcount run` flags that
-count each (the README's "Your log format" is held to this table by a test).
+"""The log shapes real services and shippers put in Kafka, the `logcount run` flags that count
+each (the README's "Your log format" is held to this table by a test), and a synthetic generator
+for every shape (`logcount produce --synthetic N --shape SHAPE`, the tests, the bench).
 
-`SHAPES` names them for `logcount produce --synthetic N --shape SHAPE`; `RUN_FLAGS[shape]` are
-the counting flags a stage needs for that shape (the seed shape and the widened default rule's
-shapes need none).
+`SHAPES` names them; `RUN_FLAGS[shape]` are the counting flags a stage needs for that shape (the
+seed shape and the widened default rule's shapes need none). `ZONELESS` are the shapes whose
+times carry no zone: the generator writes them in `timezone`'s local time, and the stage needs
+the same `--timezone`.
+
+The generator knows every record's outcome before rendering it: it draws a UTC instant and a
+level, then writes them in the shape's own way. `SyntheticRecord.minute` (the UTC minute index,
+formats/rule.py) and `.level` (upper-cased, as `--level` compares it) are that metadata, so an
+expectation built from them does not depend on the project's parser. Malformed records (bad
+JSON, missing fields, impossible dates, garbage) have neither.
 """
 
 from __future__ import annotations
 
-__all__ = ["SHAPES", "RUN_FLAGS"]
+import json
+import random
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
+from zoneinfo import ZoneInfo
+
+from formats.rule import minute_label
+from formats.spec import check_timezone
+
+__all__ = ["SHAPES", "RUN_FLAGS", "ZONELESS", "SyntheticRecord", "synthetic_records",
+           "synthetic_lines", "expected_from_records"]
 
 # log4j2's default PatternLayout: %d{yyyy-MM-dd HH:mm:ss.SSS} [%t] %-5level %logger{36} - %msg%n
 _LOG4J2 = r"(?<time>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}[.,]\d{1,9}) \[[^\]]*\] +(?<level>[A-Za-z]+)"
@@ -34,3 +53,465 @@ RUN_FLAGS: dict[str, tuple[str, ...]] = {
     "pino": ("--json-time-field", "time", "--json-level-field", "level", "--level", "50,60"),
 }
 SHAPES = tuple(RUN_FLAGS)
+# Shapes whose times name no zone: written in the generator's `timezone`, read with --timezone.
+ZONELESS = frozenset({"seed", "kafka", "log4j2", "python", "spark", "filebeat", "fluentbit"})
+
+
+@dataclass(frozen=True, slots=True)
+class SyntheticRecord:
+    """One generated record: its value and what it was generated as (None, None: malformed)."""
+
+    value: bytes
+    minute: int | None  # the UTC minute index (formats/rule.py), drawn before rendering
+    level: str | None  # upper-cased, as --level compares it ("ERROR", pino's "50")
+
+
+def expected_from_records(records: Iterable[SyntheticRecord],
+                          levels: Iterable[str]) -> dict[str, int]:
+    """Per-minute counts ('YYYY-MM-DD HH:MM:00' -> n) of the records of `levels`, by key."""
+    wanted = {lv.upper() for lv in levels}
+    out: dict[int, int] = {}
+    for r in records:
+        if r.minute is not None and r.level in wanted:
+            out[r.minute] = out.get(r.minute, 0) + 1
+    return {minute_label(m): n for m, n in sorted(out.items())}
+
+
+_BASE = datetime(2017, 7, 30)  # the synthetic day, naive UTC
+
+
+def synthetic_records(shape: str, n: int, seed: int, malformed_ratio: float = 0.01,
+                      timezone: str = "UTC", span_minutes: int = 24 * 60,
+                      start: datetime = _BASE) -> Iterator[SyntheticRecord]:
+    """`n` records of `shape` over `span_minutes` from `start` (naive UTC), in random order,
+    about `malformed_ratio` of them malformed. Zone-less shapes are written in `timezone`'s local
+    time (an IANA name, UTC or ±HH:MM), the others carry their own zone or epoch number."""
+    if shape not in RUN_FLAGS:
+        raise ValueError(f"unknown shape {shape!r}; one of {', '.join(SHAPES)}")
+    tz = _tzinfo(check_timezone(timezone))
+    rng = random.Random(seed)
+    if shape == "seed":
+        yield from _seed(rng, n, malformed_ratio, span_minutes * 60, tz, start)
+        return
+    render, levels, malformed = _SHAPE_TABLE[shape]
+    words = [w for w, _ in levels]
+    weights = [wt for _, wt in levels]
+    span_us = span_minutes * 60 * 10**6
+    zoneless = shape in ZONELESS
+    for i in range(n):
+        if rng.random() < malformed_ratio:
+            yield SyntheticRecord(malformed[rng.randrange(len(malformed))], None, None)
+            continue
+        while True:
+            instant = start + timedelta(microseconds=rng.randrange(span_us))
+            local = _local(instant, tz)
+            if local is not None or not zoneless:
+                break  # a zone-less time that repeats (DST's fall-back hour) is drawn again
+        word = rng.choices(words, weights)[0]
+        msg = _MESSAGES[rng.randrange(len(_MESSAGES))]
+        value = render(_Ctx(rng, instant, local, tz, word, msg, i))
+        yield SyntheticRecord(value, _minute_index(instant), word.upper())
+
+
+def synthetic_lines(n: int, seed: int, malformed_ratio: float = 0.01,
+                    span_minutes: int = 24 * 60) -> Iterator[bytes]:
+    """The seed shape's lines only (the demo's, the bench's and the chaos tests' input)."""
+    for r in synthetic_records("seed", n, seed, malformed_ratio, span_minutes=span_minutes):
+        yield r.value
+
+
+# --- times ------------------------------------------------------------------------------------
+
+
+def _tzinfo(name: str) -> tzinfo:
+    if name == "UTC":
+        return UTC
+    if name[0] in "+-":
+        off = timedelta(hours=int(name[1:3]), minutes=int(name[4:6]))
+        return timezone(-off if name[0] == "-" else off)
+    return ZoneInfo(name)
+
+
+def _local(instant: datetime, tz: tzinfo) -> datetime | None:
+    """A naive UTC instant as naive local time in `tz`; None when that local time repeats and
+    reads back (earlier offset, java.time's rule) as another instant."""
+    local = instant.replace(tzinfo=UTC).astimezone(tz).replace(tzinfo=None)
+    back = local.replace(tzinfo=tz, fold=0).astimezone(UTC).replace(tzinfo=None)
+    return local if back == instant else None
+
+
+def _minute_index(instant: datetime) -> int:
+    return (instant.toordinal() - 1) * 1440 + instant.hour * 60 + instant.minute
+
+
+def _offset_text(minutes: int, colon: bool = True) -> str:
+    sign = "-" if minutes < 0 else "+"
+    h, m = divmod(abs(minutes), 60)
+    return f"{sign}{h:02d}:{m:02d}" if colon else f"{sign}{h:02d}{m:02d}"
+
+
+def _iso_z(t: datetime, digits: int = 3) -> str:
+    """A naive UTC time as 2017-07-30T14:09:08.123Z (`digits` fraction digits, at most 6)."""
+    return f"{t:%Y-%m-%dT%H:%M:%S}.{t.microsecond:06d}"[:20 + digits] + "Z"
+
+
+# --- the seed shape: today's generator, unchanged but for one malformed line -----------------
+
+# Padded levels as in the seed data ("INFO " is a level followed by padding).
+_SEED_LEVELS = (b"DEBUG", b"INFO ", b"WARN ", b"ERROR")
+_SEED_WEIGHTS = (25, 45, 15, 15)
+_SEED_MESSAGES = (
+    b"connection to db-primary timed out after 30000 ms",
+    b"user login succeeded for account",
+    b"cache miss for key session",
+    b"request completed in 23 ms status=200 path=/api/v1/orders",
+    b"disk usage at 91 percent on /var/lib/data",
+    b"retrying upstream call attempt 3 of 5",
+)
+_SEED_MALFORMED = (
+    b"",
+    b"\x00\x01\x02binary garbage\xff\xfe",
+    b"2017-02-30 10:00:00 ERROR february has no 30th",
+    b"2017-07-30 25:00:00 ERROR hour 25",
+    b"Jul 30 14:09:08 ERROR wrong timestamp format",
+    b"2017-07-30 14:09:08",
+    b"2017-07-30T14:09 ERROR no seconds",
+)
+
+
+def _seed(rng: random.Random, n: int, malformed_ratio: float, span_s: int, tz: tzinfo,
+          start: datetime) -> Iterator[SyntheticRecord]:
+    """Lines of 60-100 bytes; some valid ones carry non-UTF-8 message bytes or a trailing \\r,
+    which the contract counts normally. The random draws are today's, so under UTC the lines
+    are byte for byte those of the generator before the formats."""
+    for i in range(n):
+        r = rng.random()
+        if r < malformed_ratio:
+            yield SyntheticRecord(_SEED_MALFORMED[rng.randrange(len(_SEED_MALFORMED))], None,
+                                  None)
+            continue
+        while True:
+            instant = start + timedelta(seconds=rng.randrange(span_s))
+            local = _local(instant, tz)
+            if local is not None:
+                break
+        level = rng.choices(_SEED_LEVELS, _SEED_WEIGHTS)[0]
+        msg = _SEED_MESSAGES[rng.randrange(len(_SEED_MESSAGES))]
+        line = b"%s %s %s id=%d" % (local.strftime("%Y-%m-%d %H:%M:%S").encode(), level, msg, i)
+        if r > 0.998:
+            line += b" \xc3\x28 invalid utf-8"
+        elif r > 0.996:
+            line += b"\r"
+        yield SyntheticRecord(line, _minute_index(instant), level.strip().decode())
+
+
+# --- the other shapes -------------------------------------------------------------------------
+
+_MESSAGES = (
+    "connection to db-primary timed out after 30000 ms",
+    "user login succeeded for account 4711",
+    "cache miss for key session:9f2c",
+    "request completed in 23 ms status=200 path=/api/v1/orders",
+    "disk usage at 91 percent on /var/lib/data",
+    "retrying upstream call attempt 3 of 5",
+    'payment "declined" for order 1042: card expired',
+    "Müller's café order: naïve UTF-8 text ✓",
+    "query failed: SELECT * FROM t WHERE a = 'x' AND b = \"y\"\tafter 3 tries",
+)
+_HOSTS = ("web-1", "web-2", "worker-7")
+_LOGGERS = ("com.example.OrderService", "o.a.k.clients.NetworkClient", "c.e.db.Pool")
+
+
+@dataclass(frozen=True, slots=True)
+class _Ctx:
+    """What a renderer writes: the instant (naive UTC, microseconds), its local time in the
+    generator's zone (None for a repeated local time, never given to a zone-less shape), the
+    zone, the level word as the shape writes it, a message and the record's number."""
+
+    rng: random.Random
+    t: datetime
+    local: datetime | None
+    tz: tzinfo
+    word: str
+    msg: str
+    i: int
+
+    @property
+    def lt(self) -> datetime:
+        assert self.local is not None
+        return self.local
+
+
+def _js(obj: object) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _kafka(c: _Ctx) -> bytes:
+    # log4j 1 in Kafka's config/log4j.properties: [%d] %p %m (%c)%n
+    where = c.rng.choice(("kafka.server.ReplicaManager", "kafka.log.LogCleaner",
+                          "kafka.coordinator.group.GroupCoordinator"))
+    return (f"[{c.lt:%Y-%m-%d %H:%M:%S},{c.lt.microsecond // 1000:03d}] {c.word} "
+            f"[Broker id=1] {c.msg} id={c.i} ({where})").encode()
+
+
+# (offset in minutes, how it is written): Z, ±HH:MM and ±HHMM, with and without a fraction.
+_RFC_OFFSETS = (0, 0, 480, -330, 330, -300, 60, 345, -600, 840)
+
+
+def _rfc3339(c: _Ctx) -> bytes:
+    rng = c.rng
+    off = _RFC_OFFSETS[rng.randrange(len(_RFC_OFFSETS))]
+    style = rng.randrange(3)
+    zone = "Z" if off == 0 and style == 0 else _offset_text(off, colon=style != 2)
+    lt = c.t + timedelta(minutes=off)
+    digits = rng.choice((0, 1, 3, 3, 6, 9))
+    frac = f"{lt.microsecond:06d}{rng.randrange(1000):03d}"[:digits]
+    sep = "," if digits and rng.random() < 0.1 else "."
+    stamp = f"{lt:%Y-%m-%d}{'T' if rng.random() < 0.9 else ' '}{lt:%H:%M:%S}"
+    stamp += (sep + frac if digits else "") + zone
+    return f"{stamp} {c.word} {c.msg} id={c.i}".encode()
+
+
+def _log4j2(c: _Ctx) -> bytes:
+    thread = c.rng.choice(("main", "http-nio-8080-exec-3", "pool-2-thread-1",
+                           "kafka-producer-network-thread | producer-1"))
+    return (f"{c.lt:%Y-%m-%d %H:%M:%S}.{c.lt.microsecond // 1000:03d} [{thread}] {c.word:<5} "
+            f"{c.rng.choice(_LOGGERS)} - {c.msg} id={c.i}").encode()
+
+
+def _python(c: _Ctx) -> bytes:
+    name = c.rng.choice(("app.db", "urllib3.connectionpool", "root", "celery.worker"))
+    return (f"{c.lt:%Y-%m-%d %H:%M:%S},{c.lt.microsecond // 1000:03d} - {name} - {c.word} - "
+            f"{c.msg} id={c.i}").encode()
+
+
+def _spark(c: _Ctx) -> bytes:
+    cls = c.rng.choice(("SparkContext", "TaskSetManager", "Executor", "BlockManagerInfo"))
+    return f"{c.lt:%y/%m/%d %H:%M:%S} {c.word} {cls}: {c.msg} id={c.i}".encode()
+
+
+def _app_line(c: _Ctx) -> str:
+    """A line an application wrote, as a shipper picks it up: the default rule's shapes."""
+    lt, ms = c.lt, c.lt.microsecond // 1000
+    form = c.rng.randrange(4)
+    if form == 0:
+        return f"{lt:%Y-%m-%d %H:%M:%S} {c.word} {c.msg} id={c.i}"
+    if form == 1:
+        return f"{lt:%Y-%m-%d %H:%M:%S}.{ms:03d} {c.word} {c.msg} id={c.i}"
+    if form == 2:
+        return f"[{lt:%Y-%m-%d %H:%M:%S},{ms:03d}] {c.word} {c.msg} id={c.i}"
+    return f"{_iso_z(c.t, 6)} {c.word} {c.msg} id={c.i}"  # UTC, with its Z
+
+
+def _filebeat(c: _Ctx) -> bytes:
+    rng = c.rng
+    shipped = _iso_z(c.t + timedelta(milliseconds=rng.randrange(3000)))
+    host = rng.choice(_HOSTS)
+    if rng.random() < 0.5:  # Filebeat
+        return _js({"@timestamp": shipped,
+                    "@metadata": {"beat": "filebeat", "type": "_doc", "version": "8.11.0"},
+                    "log": {"offset": c.i * 97, "file": {"path": "/var/log/app/app.log"}},
+                    "message": _app_line(c), "input": {"type": "filestream"},
+                    "host": {"name": host}, "agent": {"type": "filebeat", "version": "8.11.0"},
+                    "ecs": {"version": "8.0.0"}})
+    return _js({"file": "/var/log/app/app.log", "host": host, "message": _app_line(c),  # Vector
+                "source_type": "file", "timestamp": shipped})
+
+
+def _fluentbit(c: _Ctx) -> bytes:
+    rng = c.rng
+    line = _app_line(c) + ("\r\n" if rng.random() < 0.05 else "\n")
+    stream = rng.choice(("stdout", "stderr"))
+    docker_time = _iso_z(c.t, 6)[:-1] + f"{rng.randrange(1000):03d}Z"
+    if rng.random() < 0.5:  # Docker's json-file log, as is
+        return _js({"log": line, "stream": stream, "time": docker_time})
+    return _js({"@timestamp": round(c.t.replace(tzinfo=UTC).timestamp(), 3), "log": line,
+                "stream": stream, "time": docker_time,
+                "kubernetes": {"pod_name": f"orders-{c.i % 5}", "namespace_name": "shop"}})
+
+
+_LEVEL_VALUES = {"TRACE": 5000, "DEBUG": 10000, "INFO": 20000, "WARN": 30000, "ERROR": 40000}
+
+
+def _logstash(c: _Ctx) -> bytes:
+    # logstash-logback-encoder: ISO_OFFSET_DATE_TIME in the JVM's zone, milliseconds with their
+    # trailing zeros dropped, Z at offset zero.
+    aware = c.t.replace(tzinfo=UTC).astimezone(c.tz)
+    off = aware.utcoffset()
+    minutes = int(off.total_seconds() // 60) if off is not None else 0
+    frac = f"{aware.microsecond // 1000:03d}".rstrip("0")
+    stamp = f"{aware:%Y-%m-%dT%H:%M:%S}" + (f".{frac}" if frac else "")
+    stamp += "Z" if minutes == 0 else _offset_text(minutes)
+    return _js({"@timestamp": stamp, "@version": "1", "message": c.msg,
+                "logger_name": c.rng.choice(_LOGGERS), "thread_name": "main", "level": c.word,
+                "level_value": _LEVEL_VALUES[c.word]})
+
+
+def _ecs_dotted(c: _Ctx) -> bytes:
+    # ecs-logging (Java writes ERROR, Python and Node.js error): dotted keys at the top level.
+    return _js({"@timestamp": _iso_z(c.t), "log.level": c.word, "message": c.msg,
+                "ecs.version": "1.2.0", "service.name": "orders", "event.dataset": "orders.log",
+                "process.thread.name": "main", "log.logger": c.rng.choice(_LOGGERS)})
+
+
+def _ecs_nested(c: _Ctx) -> bytes:
+    # ECS as Filebeat or Elastic Agent nest it: {"log": {"level": ...}}.
+    return _js({"@timestamp": _iso_z(c.t), "log": {"level": c.word, "logger": "orders"},
+                "message": c.msg, "ecs": {"version": "8.11.0"}, "service": {"name": "orders"},
+                "host": {"name": c.rng.choice(_HOSTS)}})
+
+
+def _zap(c: _Ctx) -> bytes:
+    # zap's production encoder: ts as float epoch seconds (the shortest form, as Go's strconv
+    # writes it), lower-case levels.
+    us = (c.t - datetime(1970, 1, 1)) // timedelta(microseconds=1)
+    return _js({"level": c.word, "ts": us / 1e6, "caller": "server/handler.go:142",
+                "msg": c.msg, "request_id": f"{c.i:08x}"})
+
+
+def _pino(c: _Ctx) -> bytes:
+    ms = (c.t - datetime(1970, 1, 1)) // timedelta(milliseconds=1)
+    return _js({"level": int(c.word), "time": ms, "pid": 4242, "hostname": c.rng.choice(_HOSTS),
+                "msg": c.msg})
+
+
+# Malformed records: realistic ways each shape goes wrong. A line shape meets stack traces,
+# banners and impossible dates; a JSON shape also meets broken JSON, other JSON values and
+# missing or mistyped fields.
+_GARBAGE = (b"", b"\x00\x01\x02binary garbage\xff\xfe")
+_NOT_JSON = (
+    b'{"level":"error","ts":15013',  # cut off
+    b"[1,2,3]",
+    b'"just a string"',
+    b"null",
+    b"2017-07-30 14:09:08 ERROR a plain line in a JSON topic",
+)
+
+
+def _jsons(*objs: object) -> tuple[bytes, ...]:
+    return tuple(_js(o) for o in objs)
+
+
+_MALFORMED: dict[str, tuple[bytes, ...]] = {
+    "kafka": _GARBAGE + (
+        b"[2017-02-29 10:00:00,000] ERROR 2017 is not a leap year (kafka.log.LogManager)",
+        b"\tat kafka.server.KafkaApis.handle(KafkaApis.scala:175)",
+        b"org.apache.kafka.common.errors.TimeoutException: Expiring 3 record(s)",
+        b"[2017-07-30 14:09:08,123]",
+        b"[2017-07-30 14:09:08,123 ERROR no closing bracket",
+        b"[2017-07-30 14:09,123] ERROR no seconds",
+    ),
+    "rfc3339": _GARBAGE + (
+        b"2017-07-30T14:09:08.123+25:00 ERROR an offset past 18 hours",
+        b"2017-07-30T24:00:00Z ERROR hour 24",
+        b"2017-07-30T14:09:08.1234567890Z ERROR ten fraction digits",
+        b"2017-07-30T14:09:08+08 ERROR an offset of hours only",
+        b"2017-07-30T14:09:08Z",
+        b"2017-07-30T14:09:08.123+08:00 \xe2\x9c\x93 the level is no word",
+    ),
+    "log4j2": _GARBAGE + (
+        b"java.lang.IllegalStateException: connection pool exhausted",
+        b"\tat com.example.OrderService.place(OrderService.java:42)",
+        b"2017-02-30 10:00:00.000 [main] ERROR com.example.Foo - february 30th",
+        b"2017-07-30 14:09:08 [main] ERROR com.example.Foo - no milliseconds",
+        b"2017-07-30 14:09:08.123 [main]",
+    ),
+    "python": _GARBAGE + (
+        b"Traceback (most recent call last):",
+        b'  File "/app/db.py", line 42, in query',
+        b"psycopg2.OperationalError: server closed the connection unexpectedly",
+        b"2017-07-30 25:00:00,000 - app.db - ERROR - hour 25",
+        b"2017-07-30 14:09:08 - app.db - ERROR - no milliseconds",
+    ),
+    "spark": _GARBAGE + (
+        b'Setting default log level to "WARN".',
+        b"To adjust logging level use sc.setLogLevel(newLevel).",
+        b"17/02/30 10:00:00 ERROR Executor: february 30th",
+        b"\tat org.apache.spark.scheduler.Task.run(Task.scala:141)",
+        b"2017-07-30 14:09:08 ERROR Executor: a four-digit year",
+    ),
+    "filebeat": _GARBAGE + _NOT_JSON + _jsons(
+        {"@timestamp": "2017-07-30T14:09:08.123Z", "event": {"original": "no message"}},
+        {"@timestamp": "2017-07-30T14:09:08.123Z", "message": 42},
+        {"@timestamp": "2017-07-30T14:09:08.123Z", "message": None},
+        {"@timestamp": "2017-07-30T14:09:08.123Z", "message": {"text": "an object"}},
+        {"@timestamp": "2017-07-30T14:09:08.123Z", "message": ""},
+        {"message": 'Exception in thread "main" java.lang.NullPointerException'},
+        {"message": "2017-02-30 10:00:00 ERROR february has no 30th"},
+        {"message": "2017-07-30 14:09 ERROR no seconds"},
+    ),
+    "fluentbit": _GARBAGE + _NOT_JSON + _jsons(
+        {"log": "\n", "stream": "stdout", "time": "2017-07-30T14:09:08.123456789Z"},
+        {"log": "\tat com.example.OrderService.place(OrderService.java:42)\n",
+         "stream": "stderr", "time": "2017-07-30T14:09:08.123456789Z"},
+        {"log": "2017-07-30 25:00:00 ERROR hour 25\n", "stream": "stderr"},
+        {"stream": "stderr", "time": "2017-07-30T14:09:08.123456789Z"},
+        {"log": None, "stream": "stdout"},
+        {"log": ["a", "list"], "stream": "stdout"},
+    ),
+    "logstash": _GARBAGE + _NOT_JSON + _jsons(
+        {"@timestamp": "30/Jul/2017:14:09:08 +0000", "message": "apache's time", "level": "ERROR"},
+        {"@timestamp": "2017-13-01T00:00:00.000+02:00", "message": "month 13", "level": "ERROR"},
+        {"@timestamp": "2017-07-30T14:09:08.123+02:00", "message": "no level"},
+        {"@timestamp": "2017-07-30T14:09:08.123+02:00", "message": "empty", "level": ""},
+        {"message": "no timestamp", "level": "ERROR"},
+        {"@timestamp": {"$date": "2017-07-30T14:09:08Z"}, "message": "x", "level": "ERROR"},
+    ) + (  # an MDC entry named like a standard field: the key twice
+        b'{"@timestamp":"2017-07-30T14:09:08.123Z","level":"ERROR","level":"INFO"}',
+    ),
+    "ecs-dotted": _GARBAGE + _NOT_JSON + _jsons(
+        {"@timestamp": "2017-07-30T14:09:08.123Z", "log.level": None, "message": "null level"},
+        {"@timestamp": "2017-07-30T14:09:08.123Z", "message": "no level"},
+        {"@timestamp": "2017-02-30T14:09:08.123Z", "log.level": "error", "message": "feb 30"},
+        {"@timestamp": True, "log.level": "error", "message": "a boolean time"},
+        {"log.level": "error", "message": "no timestamp"},
+    ),
+    "ecs-nested": _GARBAGE + _NOT_JSON + _jsons(
+        {"@timestamp": "2017-07-30T14:09:08.123Z", "log": "error", "message": "log a string"},
+        {"@timestamp": "2017-07-30T14:09:08.123Z", "log": {"logger": "x"}, "message": "none"},
+        {"@timestamp": "2017-07-30T25:09:08.123Z", "log": {"level": "error"}, "message": "25"},
+        {"@timestamp": None, "log": {"level": "error"}, "message": "a null time"},
+        {"log": {"level": "error"}, "message": "no timestamp"},
+    ),
+    "zap": _GARBAGE + _NOT_JSON + _jsons(
+        {"level": "error", "msg": "no ts"},
+        {"level": "error", "ts": "yesterday", "msg": "a word for a time"},
+        {"level": "error", "ts": True, "msg": "a boolean time"},
+        {"level": "error", "ts": None, "msg": "a null time"},
+        {"ts": 1501394948.5, "msg": "no level"},
+        {"level": "", "ts": 1501394948.5, "msg": "an empty level"},
+        {"level": "error", "ts": 1e20, "msg": "beyond year 9999"},
+    ),
+    "pino": _GARBAGE + _NOT_JSON + _jsons(
+        {"level": 50, "pid": 4242, "msg": "no time"},
+        {"level": 50, "time": "1501394948123", "msg": "epoch milliseconds as text"},
+        {"level": 50, "time": 999999999999999999, "msg": "beyond year 9999"},
+        {"time": 1501394948123, "msg": "no level"},
+        {"level": None, "time": 1501394948123, "msg": "a null level"},
+    ),
+}
+
+# The level words each shape writes, with weights: DEBUG/INFO/WARN/ERROR and their kin.
+_UPPER = (("DEBUG", 25), ("INFO", 45), ("WARN", 15), ("ERROR", 15))
+_LEVELS: dict[str, tuple[tuple[str, int], ...]] = {
+    "kafka": _UPPER,
+    "rfc3339": _UPPER,
+    "log4j2": (("TRACE", 5), ("DEBUG", 20), ("INFO", 45), ("WARN", 15), ("ERROR", 12),
+               ("FATAL", 3)),
+    "python": (("DEBUG", 25), ("INFO", 45), ("WARNING", 15), ("ERROR", 12), ("CRITICAL", 3)),
+    "spark": _UPPER,
+    "filebeat": _UPPER + (("error", 3), ("Error", 2)),
+    "fluentbit": _UPPER + (("error", 3),),
+    "logstash": (("TRACE", 5), ("DEBUG", 20), ("INFO", 45), ("WARN", 15), ("ERROR", 15)),
+    "ecs-dotted": (("debug", 10), ("info", 30), ("warn", 10), ("error", 10), ("DEBUG", 10),
+                   ("INFO", 15), ("WARN", 5), ("ERROR", 5)),
+    "ecs-nested": (("debug", 25), ("info", 45), ("warn", 15), ("error", 15)),
+    "zap": (("debug", 25), ("info", 45), ("warn", 15), ("error", 13), ("fatal", 2)),
+    "pino": (("10", 5), ("20", 20), ("30", 45), ("40", 15), ("50", 13), ("60", 2)),
+}
+_RENDER: dict[str, Callable[[_Ctx], bytes]] = {
+    "kafka": _kafka, "rfc3339": _rfc3339, "log4j2": _log4j2, "python": _python, "spark": _spark,
+    "filebeat": _filebeat, "fluentbit": _fluentbit, "logstash": _logstash,
+    "ecs-dotted": _ecs_dotted, "ecs-nested": _ecs_nested, "zap": _zap, "pino": _pino,
+}
+_SHAPE_TABLE = {s: (_RENDER[s], _LEVELS[s], _MALFORMED[s]) for s in SHAPES if s != "seed"}

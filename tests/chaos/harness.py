@@ -23,7 +23,7 @@ from confluent_kafka import KafkaException, Producer
 
 from connectors import kafka_io, stack
 from connectors.mysql_sink import read_table
-from pipeline.synthetic import synthetic_lines
+from formats.shapes import synthetic_lines
 from tests.helpers import (
     end_offsets,
     group_offsets,

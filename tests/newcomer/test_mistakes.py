@@ -104,6 +104,7 @@ def mysql_url(url, password: str = "", database: str | None = None, port: int | 
       "level"], "give one or the other, not both"),
     (["run", "--json-time-field", "ts"], "need both --json-time-field and --json-level-field"),
     (["produce", "--synthetic", "5", "--shape", "cobol"], "--shape must be one of"),
+    (["produce", "--file", "README.md", "--shape", "zap"], "--shape is what --synthetic writes"),
     (["produce", "--synthetic", "-5"], "--synthetic must be at least 0"),
     (["produce", "--file", "/nonexistent/logs.txt"], "no such readable file"),
     (["demo", "--lines", "0"], "--lines must be at least 1"),
