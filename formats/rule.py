@@ -139,12 +139,55 @@ def _line(raw: bytes, fmt: LineFormat) -> Parsed:
     return Parsed(minute, level.upper())
 
 
+# Java's line terminators: its '.' stops at each, its '$' matches before a final one (\r\n too).
+_NOT_TERMINATOR = "[^\n\r\x85\u2028\u2029]"
+_BEFORE_FINAL_TERMINATOR = "(?=(?:\r\n|[\n\r\x85\u2028\u2029])?\\Z)"
+
+
 @functools.lru_cache(maxsize=8)
 def _python_regex(java: str) -> re.Pattern:
-    """A Java regex read by Python's re (named groups spelt (?P<name>); \\d, \\w and (?i) ASCII as
-    in Java). Java-only syntax fails here: the twin then cannot check that format."""
+    """A Java regex read by Python's re as Java reads it: named groups spelt (?P<name>); \\d, \\w
+    and (?i) ASCII; '.', '$', \\z and \\Z with Java's line terminators (unless (?s) or (?m)
+    appear). Java-only syntax (\\p{...}, \\h) fails here: the twin then cannot check that
+    format; the stage itself uses Java's."""
+    dotall, multiline = "(?s" in java, "(?m" in java
+    out: list[str] = []
+    i, in_class = 0, False
+    while i < len(java):
+        c = java[i]
+        if c == "\\" and i + 1 < len(java):
+            nxt = java[i + 1]
+            if not in_class and nxt == "z":
+                out.append("\\Z")
+            elif not in_class and nxt == "Z":
+                out.append(_BEFORE_FINAL_TERMINATOR)
+            else:
+                out.append(java[i:i + 2])
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            out.append(c)
+            i += 1
+            if java[i:i + 1] == "^":
+                out.append("^")
+                i += 1
+            if java[i:i + 1] == "]":  # a ] right after [ or [^ is a literal
+                out.append("]")
+                i += 1
+            continue
+        elif c == "." and not dotall:
+            c = _NOT_TERMINATOR
+        elif c == "$" and not multiline:
+            c = _BEFORE_FINAL_TERMINATOR
+        elif java.startswith("(?<", i) and java[i + 3:i + 4].isalpha():
+            c, i = "(?P<", i + 2
+        out.append(c)
+        i += 1
     try:
-        return re.compile(re.sub(r"\(\?<([A-Za-z][A-Za-z0-9]*)>", r"(?P<\1>", java), re.ASCII)
+        return re.compile("".join(out), re.ASCII)
     except re.error as exc:
         raise FormatError(f"--line-regex: Python's re cannot read it ({exc}); the stage "
                           f"itself uses Java's") from None
@@ -155,22 +198,43 @@ def _time_text(text: str, fmt: LineFormat) -> int:
     pattern = fmt.pattern
     fields = _pattern_fields(text, pattern) if pattern else _iso_fields(text)
     year, month, day, hour, minute, second, zone = fields
+    if zone is not None:
+        # An explicit offset: plain arithmetic, which also takes a local year 0 that the offset
+        # moves into year 1 (java.time reads year 0; the range is the UTC minute's).
+        days = _days_from_civil(year, month, day)
+        if days is None or hour > 23 or minute > 59 or second > 59:
+            raise _Bad(REASON_TIMESTAMP)
+        idx = ((days * 1440 + hour * 60 + minute) * 60 + second - zone * 60) // 60
+        if not 0 <= idx < MINUTE_END:
+            raise _Bad(REASON_RANGE)
+        return idx
     if year == 0:
         raise _Bad(REASON_TIMESTAMP)
     try:
         local = datetime(year, month, day, hour, minute, second)
     except ValueError:
         raise _Bad(REASON_TIMESTAMP) from None
-    if zone is not None:
-        utc = _minus_offset(local, zone)
-    else:
-        utc = _minus_offset(local, _zone_offset(local, fmt.timezone))
+    utc = _minus_offset(local, _zone_offset(local, fmt.timezone))
     return (utc.toordinal() - 1) * 1440 + utc.hour * 60 + utc.minute
+
+
+def _days_from_civil(y: int, m: int, d: int) -> int | None:
+    """Days since 0001-01-01 of a proleptic Gregorian date (year 0 is a leap year before year
+    1); None for an invalid date."""
+    if not 1 <= m <= 12 or not 0 <= y <= 9999:
+        return None
+    leap = y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)
+    if not 1 <= d <= (29 if m == 2 and leap else (28, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31,
+                                                     30, 31)[m]):
+        return None
+    if y == 0:
+        return -366 + (date(4, m, d).toordinal() - date(4, 1, 1).toordinal())
+    return date(y, m, d).toordinal() - 1
 
 
 def _iso_fields(text: str):
     m = _ISO.fullmatch(text)
-    if m is None:
+    if m is None or m.group(1) == "0000":  # year 0000 is invalid in ISO text (the seed rule's)
         raise _Bad(REASON_TIMESTAMP)
     y, mo, d, h, mi, s = (int(g) for g in m.groups()[:6])
     return y, mo, d, h, mi, s, _offset_minutes(m.group(7))
@@ -182,12 +246,12 @@ def _pattern_fields(text: str, pattern: TimePattern):
         raise _Bad(REASON_TIMESTAMP)
     g = m.groupdict()
     year = int(g["y"]) if g.get("y") else 2000 + int(g["yy"])
-    month = _MONTHS[g["mon"]] if g.get("mon") else int(g["M"])
+    month = _MONTHS[g["mon"].capitalize()] if g.get("mon") else int(g["M"])
     if g.get("h"):
         h = int(g["h"])
         if not 1 <= h <= 12:
             raise _Bad(REASON_TIMESTAMP)
-        hour = h % 12 + (12 if g["ampm"] == "PM" else 0)
+        hour = h % 12 + (12 if g["ampm"].upper() == "PM" else 0)
     else:
         hour = int(g["H"])
     return (year, month, int(g["d"]), hour, int(g["m"]), int(g.get("s") or 0),
@@ -199,7 +263,7 @@ def _offset_minutes(zone: str | None) -> int | None:
     refuses offsets past ±18:00 and minutes past 59, and so does this."""
     if zone is None:
         return None
-    if zone == "Z":
+    if zone in ("Z", "z"):
         return 0
     digits = zone[1:].replace(":", "")
     hh, mm = int(digits[:2]), int(digits[2:] or 0)
@@ -208,22 +272,22 @@ def _offset_minutes(zone: str | None) -> int | None:
     return (hh * 60 + mm) * (-1 if zone[0] == "-" else 1)
 
 
-def _zone_offset(local: datetime, tz: str) -> int:
-    """Minutes east of UTC of a local time in `tz`. fold=0 is java.time's rule: an ambiguous
-    time takes the earlier offset, and a time in a gap keeps the offset before it, which is the
-    same instant as moving it forward by the gap."""
+def _zone_offset(local: datetime, tz: str) -> timedelta:
+    """The UTC offset of a local time in `tz`, to the second (old local mean times have
+    seconds: New York's was -4:56:02). fold=0 is java.time's rule: an ambiguous time takes the
+    earlier offset, and a time in a gap keeps the offset before it, which is the same instant as
+    moving it forward by the gap."""
     if tz == "UTC":
-        return 0
+        return timedelta(0)
     if tz[0] in "+-":
-        return int(tz[1:3]) * 60 + int(tz[4:6]) if tz[0] == "+" else -(
-            int(tz[1:3]) * 60 + int(tz[4:6]))
-    off = local.replace(tzinfo=ZoneInfo(tz), fold=0).utcoffset()
-    return int(off.total_seconds() // 60) if off is not None else 0
+        off = timedelta(hours=int(tz[1:3]), minutes=int(tz[4:6]))
+        return off if tz[0] == "+" else -off
+    return local.replace(tzinfo=ZoneInfo(tz), fold=0).utcoffset() or timedelta(0)
 
 
-def _minus_offset(local: datetime, offset_minutes: int) -> datetime:
+def _minus_offset(local: datetime, offset: timedelta) -> datetime:
     try:
-        utc = local - timedelta(minutes=offset_minutes)
+        utc = local - offset
     except OverflowError:
         raise _Bad(REASON_RANGE) from None
     return utc.replace(tzinfo=UTC)
@@ -249,7 +313,19 @@ def _no_constant(name):
     raise ValueError(name)
 
 
-_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_float=Decimal,
+class _Number(Decimal):
+    """A JSON number with a fraction or exponent, as written: Spark's variant keeps one with an
+    exponent as a double (50.0) and one without as a decimal (50)."""
+
+    exponent_form: bool
+
+    def __new__(cls, text: str):
+        obj = super().__new__(cls, text)
+        obj.exponent_form = "e" in text or "E" in text
+        return obj
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_float=_Number,
                             parse_constant=_no_constant)
 
 
@@ -320,10 +396,10 @@ def _level_text(v) -> str:
         return "true" if v else "false"
     if isinstance(v, int):
         return str(v)
+    if isinstance(v, _Number) and v.exponent_form:  # the variant holds a double
+        return _java_double(float(v))
     if isinstance(v, Decimal):
-        text = str(v)
-        if "E" in text:  # exponent form: the variant holds a double
-            return _java_double(float(v))
+        text = format(v, "f")
         return text.rstrip("0").rstrip(".") if "." in text else text
     return json.dumps(v, separators=(",", ":"), default=str)
 

@@ -37,9 +37,6 @@ HEAD_BYTES = 64
 # Java's \z is the very end ($ would also match before a final line terminator).
 _DEFAULT_RE = "^" + DEFAULT_LINE.replace("$", r"\z").replace("([A-Za-z]+)", "[A-Za-z]+")
 _ISO_RE = "^" + ISO_TIME + r"\z"
-# Java regex: the start of the line must match; the named groups are read with one replacement
-# (Java's ${name}: an unmatched group gives ""), the two parts joined by NUL.
-_SEP = "\u0000"
 # Variant type names of JSON numbers (schema_of_variant).
 _NUMBER_TYPES = ("BIGINT", "INT", "SMALLINT", "TINYINT", "DOUBLE", "FLOAT")
 _EPOCH_SECONDS_BELOW = 1e11
@@ -68,7 +65,7 @@ def _stages(context, fmt: LineFormat) -> tuple[tuple, ...]:
         return plan.finish(*_line_rule(plan, F.col("value"), fmt, fast=_fast_ok(fmt)))
     # A JSON object starts with '{' after JSON whitespace; try_parse_json takes any value.
     text = F.col("value").cast("string")
-    is_object = F.left(F.ltrim(text, F.lit(" \t\n\r")), F.lit(1)) == "{"
+    is_object = text.rlike("^[ \t\n\r]*\\{")
     j = plan.let(j=F.when(is_object, F.try_parse_json(text)))["j"]
     if fmt.kind == "json-line":
         lf = plan.let(lf=_field(j, fmt.json_line_field))["lf"]
@@ -171,12 +168,14 @@ def _line_rule(plan: _Plan, ln, fmt: LineFormat, fast: bool):
                                            "[]", ""))["stamp"]
         no_match, no_level = m == "", F.lit(False)
     else:
-        g = plan.let(g=F.regexp_replace(text, f"^(?:{fmt.line_regex})(?s:.*)\\z",
-                                        "${time}" + _SEP + "${level}"),
+        # Java's own ${name} reads a named group (an unmatched one gives ""): one replacement
+        # of the whole line per group. On a line that does not match it returns the line,
+        # which `nm` (checked first) sends to the DLQ.
+        whole = f"^(?:{fmt.line_regex})(?s:.*)\\z"
+        c = plan.let(stamp=F.regexp_replace(text, whole, "${time}"),
+                     level=F.regexp_replace(text, whole, "${level}"),
                      nm=~text.rlike(f"^(?:{fmt.line_regex})"))
-        c = plan.let(stamp=F.substring_index(g["g"], _SEP, 1),
-                     level=F.substring_index(g["g"], _SEP, -1))
-        stamp, level, no_match, no_level = c["stamp"], c["level"], g["nm"], c["level"] == ""
+        stamp, level, no_match, no_level = c["stamp"], c["level"], c["nm"], c["level"] == ""
     invalid, mi, out_of_range = _read_time(plan, stamp, fmt, iso_checked=fmt.line_kind ==
                                            "default")
     reason = (F.when(F.coalesce(F.length(line), F.lit(0)) == 0, F.lit(REASON_EMPTY))
@@ -228,7 +227,9 @@ def _read_time(plan: _Plan, stamp, fmt: LineFormat, iso_checked: bool):
     if pattern is not None:
         parsed = plan.let(parsed=F.try_to_timestamp(stamp, F.lit(pattern.pattern)))["parsed"]
         zoned = F.lit(pattern.has_zone)
-        invalid = parsed.isNull() | (F.year(parsed) == 0)
+        # A local year 0 is invalid, as in ISO text; with a zone in the pattern the parsed time
+        # is already UTC, and its year is the range check's.
+        invalid = parsed.isNull() if pattern.has_zone else parsed.isNull() | (F.year(parsed) == 0)
     else:
         # Spark's timestamp text takes '.' as the fraction separator only (log4j writes ',').
         iso = plan.let(iso=F.translate(stamp, ",", "."))["iso"]

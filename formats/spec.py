@@ -95,10 +95,10 @@ def java_regex_groups(regex: str) -> set[str]:
 
 # --- --time-pattern: the subset of Spark's datetime patterns that both sides read alike -------
 
-# Spark pattern letters this project reads, and what each run of them matches in the pure twin.
-# Spark's parser is strict about widths: yy is two digits (2000-2099), yyyy four, MM/dd/HH/mm/ss
-# two, M/d/H/h/m/s one or two, S..S exactly that many fraction digits, MMM an English month
-# abbreviation, a AM/PM, XXX/XX/X and Z zone offsets.
+# Spark pattern letters this project reads, and what each run of them matches in the pure twin:
+# yy is two digits (2000-2099), yyyy four, MM/dd/HH/mm/ss two, M/d/H/h/m/s any number, S..S one to
+# that many fraction digits, MMM an English month abbreviation, a AM/PM, XXX/XX/X and Z zone
+# offsets; text in any case.
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
@@ -145,7 +145,8 @@ class TimePattern:
         if need or not seen & {"H", "h"} or ("h" in seen) != ("a" in seen):
             raise FormatError(f"--time-pattern {pattern!r} must name the year (y), month (M), "
                               f"day (d), hour (H, or h with a) and minute (m)")
-        return cls(pattern, re.compile("".join(out)), has_zone)
+        # Spark parses text case-insensitively: month names, AM/PM, 'z' for Z, quoted text.
+        return cls(pattern, re.compile("".join(out), re.IGNORECASE | re.ASCII), has_zone)
 
 
 def _letter_regex(c: str, n: int, pattern: str) -> str:
@@ -157,10 +158,12 @@ def _letter_regex(c: str, n: int, pattern: str) -> str:
     names = {"M": "M", "d": "d", "H": "H", "h": "h", "m": "m", "s": "s"}
     if (c, n) in fixed:
         return fixed[(c, n)]
+    # java.time: one letter reads any number of digits (the range is checked after), two read
+    # exactly two; S..S reads 1 to that many fraction digits.
     if c in names and n in (1, 2):
-        return rf"(?P<{names[c]}>\d{{2}})" if n == 2 else rf"(?P<{names[c]}>\d{{1,2}})"
+        return rf"(?P<{names[c]}>\d{{2}})" if n == 2 else rf"(?P<{names[c]}>\d+)"
     if c == "S" and 1 <= n <= 9:
-        return rf"(?P<S>\d{{{n}}})"
+        return rf"(?P<S>\d{{1,{n}}})"
     raise FormatError(f"--time-pattern {pattern!r}: {c * n} is not supported; use y (yy or "
                       f"yyyy), M (M, MM or MMM), d, H, h with a, m, s, S..S, X..XXX or Z, and "
                       f"quoted 'text'")

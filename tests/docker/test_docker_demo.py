@@ -25,8 +25,8 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from pipeline.synthetic import synthetic_lines
-from tests.reference import reference_parse
+from formats.shapes import synthetic_lines
+from tests.reference import is_counted, reference_parse
 
 pytestmark = pytest.mark.docker
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,7 +46,7 @@ def _expected(*loads: tuple[int, int]) -> dict[str, int]:
     for n, seed in loads:
         for line in synthetic_lines(n, seed):
             parsed = reference_parse(line)
-            if parsed is not None and parsed[1] == "ERROR":
+            if parsed is not None and is_counted(parsed[1]):
                 counts[parsed[0]] += 1
     return dict(counts)
 

@@ -1,21 +1,29 @@
-"""The Spark SQL line rule (pipeline/job.py batch_frame) against the independent reference.
+"""The Spark SQL line rule (formats/spark.py, in pipeline/job.py's batch_frame) against the
+independent reference and against its pure twin (formats/rule.py).
 
 The rule's tests need no Kafka: the same plan runs on a DataFrame of (partition, offset, value)
 built in memory, over tricky lines and thousands of generated ones, and must agree line by line
-with tests/reference.py on what is malformed and per minute on what is counted. The last test
-reads a real topic: a batch's two shapes (one task, or a scan per partition with exchanges)
-must give the same result.
+with tests/reference.py on what is malformed and per minute on what is counted, and, for every
+format kind, with formats.rule.parse_record on each record's reason, minute and counted flag.
+The last tests read a real topic: a batch's two shapes (one task, or a scan per partition with
+exchanges) must give the same result.
 """
 
+import os
 import random
 
 import pytest
 
+from formats.rule import Malformed, minute_label, parse_record
+from formats.spark import line_frame
+from formats.spec import LineFormat
 from pipeline.job import batch_frame, batch_result, compute_batch, read_ranges
 from pipeline.offsets import OffsetRange
+from pipeline.totals import minute_index
 from tests.helpers import end_offsets
+from tests.integration.format_corpus import FORMATS, corpus
 from tests.integration.input_builder import build_input
-from tests.reference import reference_parse
+from tests.reference import is_counted, reference_parse
 
 pytestmark = pytest.mark.integration
 
@@ -32,6 +40,15 @@ TRICKY = [
     b"2017-07-00 00:00:00 ERROR x", b"", b"\r", b"\x00\x01garbage", b"2017-07-30T14:09:08 ERROR x",
     b"2017-07-30 14:09:08\tERROR x", b"\xc3\x89017-07-30 14:09:08 ERROR x",
     b"\xd9\xa2017-07-30 14:09:08 ERROR arabic digit", b"x" * 1000,
+    # the widened default rule: brackets, T, fractions, zones, case, terminators
+    b"[2017-07-30 14:09:08,123] ERROR x (kafka.server.KafkaServer)", b"[2017-07-30 14:09:08] ERROR",
+    b"[2017-07-30 14:09:08 ERROR x", b"2017-07-30 14:09:08] ERROR x",
+    b"2017-07-30T14:09:08.123456789+08:00 ERROR x", b"2017-07-30T14:09:08-0530 error x\r\n",
+    b"2017-07-30 14:09:08.1234567890 ERROR x", b"2017-07-30 14:09:08, ERROR x",
+    b"2017-07-30T14:09:08+18:01 ERROR x", b"2017-07-30T14:09:08+05:60 ERROR x",
+    b"2017-07-30T00:00:00+00:01 ERROR x", b"0001-01-01T00:00:00+00:01 ERROR below year 1",
+    b"9999-12-31T23:59:00-00:01 ERROR past 9999", b"9999-12-31T23:59:59Z ERROR",
+    T + b"Error\n", T + b"ERROR\r\n", T + b"ERROR\n\n", T + b"eRRor x",
 ]
 
 
@@ -66,7 +83,7 @@ def test_the_spark_rule_agrees_with_the_reference(spark):
     lines = TRICKY + _generated(5000, seed=11)
     df = spark.createDataFrame([(i % 3, i, v) for i, v in enumerate(lines)],
                                "partition int, offset long, value binary")
-    rows = batch_frame(df, "ERROR", len(lines)).collect()
+    rows = batch_frame(df, LineFormat(), len(lines)).collect()
     result = batch_result(rows, [OffsetRange(p, 0, len(lines)) for p in range(3)])
 
     expected_bad = {i for i, v in enumerate(lines) if reference_parse(v) is None}
@@ -77,9 +94,9 @@ def test_the_spark_rule_agrees_with_the_reference(spark):
     expected_counts: dict[str, int] = {}
     for v in lines:
         ref = reference_parse(v)
-        if ref is not None and ref[1] == "ERROR":
+        if ref is not None and is_counted(ref[1]):
             expected_counts[ref[0]] = expected_counts.get(ref[0], 0) + 1
-    assert result.counts == expected_counts
+    assert {minute_label(k): n for k, n in result.counts.items()} == expected_counts
     assert result.records == len(lines)
     for i, ref in got_bad.items():  # each malformed ref carries its own line's facts
         assert ref.partition == i % 3
@@ -88,22 +105,130 @@ def test_the_spark_rule_agrees_with_the_reference(spark):
     assert 100 < len(expected_bad) < len(lines) - 100  # the corpus exercises both sides
 
 
+# Records per format in the Spark-vs-twin test (one DataFrame, one job per format), and the
+# seed of its corpus: LOGCOUNT_FORMAT_SEED=n runs another draw (the failure names the lines).
+TWIN_LINES = 2500
+TWIN_SEED = int(os.environ.get("LOGCOUNT_FORMAT_SEED", "26"))
+
+
+def twin_disagreements(spark, fmt: LineFormat, lines: list[bytes]) -> list[tuple]:
+    """Every record on which formats.spark.line_frame and formats.rule.parse_record disagree:
+    (record, the twin's outcome, Spark's (reason, minute label, counted))."""
+    df = spark.createDataFrame([(i % 4, i, v) for i, v in enumerate(lines)],
+                               "partition int, offset long, value binary")
+    rows = line_frame(df, fmt).select("offset", "reason", "counted", "minute", "mi").collect()
+    assert sorted(r["offset"] for r in rows) == list(range(len(lines)))
+    wrong = []
+    for r in rows:
+        raw = lines[r["offset"]]
+        twin = parse_record(raw, fmt)
+        minute = None
+        if r["reason"] is None:  # a well formed record has exactly one of minute and mi
+            if (r["minute"] is None) == (r["mi"] is None):
+                wrong.append((raw, twin, ("minute", r["minute"], "mi", r["mi"])))
+                continue
+            minute = minute_index(bytes(r["minute"])) if r["minute"] is not None else r["mi"]
+        if isinstance(twin, Malformed):
+            ok = r["reason"] == twin.reason
+        else:
+            ok = (r["reason"] is None and minute == twin.minute
+                  and r["counted"] == (twin.level in fmt.levels))
+        if not ok:
+            label = minute_label(minute) if minute is not None else None
+            wrong.append((raw, twin, (r["reason"], label, r["counted"])))
+    return wrong
+
+
+@pytest.mark.parametrize("name", list(FORMATS))
+def test_the_spark_plan_and_the_pure_twin_agree_on_every_record(spark, name):
+    """Issue 26 item 12: for every kind of format (the default rule with its fast path and under
+    IANA zones and offsets, --line-regex with and without --time-pattern, JSON envelopes,
+    structured JSON), generated records near every edge (tests/integration/format_corpus.py)
+    get the same DLQ reason from both, or the same UTC minute and counted flag."""
+    fmt = FORMATS[name][0]
+    lines = corpus(name, TWIN_LINES, TWIN_SEED)
+    wrong = twin_disagreements(spark, fmt, lines)
+    assert not wrong, f"{len(wrong)} of {len(lines)} disagree under {fmt}: {wrong[:8]}"
+    outcomes = [parse_record(v, fmt) for v in lines]
+    malformed = sum(isinstance(o, Malformed) for o in outcomes)
+    counted = sum(not isinstance(o, Malformed) and o.level in fmt.levels for o in outcomes)
+    assert malformed > 100 and counted > 100, "the corpus must exercise both sides"
+
+
+def _edge(reason: str, raw: bytes, **flags: str):
+    return pytest.param(LineFormat.from_flags(**flags), raw, id=reason.split(":")[0])
+
+
+_NY = {"timezone": "America/New_York"}
+_ANY = r"(?<time>\S+ \S+) (?<level>\S+)"
+_APACHE = {"level": "500", "line_regex": r'\S+ \S+ \S+ \[(?<time>[^\]]+)\] "[^"]*" (?<level>\d+)',
+           "time_pattern": "dd/MMM/yyyy:HH:mm:ss Z"}
+# Records on which the plan and the twin once disagreed, one per kind: the edges where Java's
+# readings (java.time, java.util.regex, Spark's variant) differ from Python's by default.
+EDGES = [
+    _edge("lmt-new-york: java.time keeps New York's LMT offset -4:56:02 with its seconds, the "
+         "twin floors it to -4:57 (twin 05:27, Spark 05:26)", b"0002-01-29 00:30:32 error x",
+         **_NY),
+    _edge("lmt-lord-howe: LMT +10:36:20, floored to +10:36 by the twin (twin 12:24, Spark 12:23)",
+         b"0001-01-29 23:00:06 ERROR x", timezone="Australia/Lord_Howe"),
+    _edge("exponent-level: 5.0E1 is a double in Spark's variant ('50.0'), Decimal('50') in the "
+         "twin ('50', counted)", b'{"time": 1501423748123, "level": 5.0E1}', level="50",
+         json_time_field="time", json_level_field="level"),
+    _edge("month-case: Spark's MMM reads 'jul' (counted at 12:09), the twin only 'Jul' (invalid "
+         "timestamp)", b'::1 - - [30/jul/2017:14:09:08 +0200] "GET / HTTP/1.1" 500 1', **_APACHE),
+    _edge("ampm-case: Spark's a reads 'pm', the twin only 'PM'", b"2017-07-30 02:09:08 pm ERROR",
+         line_regex=r"(?<time>\S+ \S+ \S+) (?<level>\w+)", time_pattern="yyyy-MM-dd hh:mm:ss a"),
+    _edge("year-edge-local-0000: a local year 0000 moved into year 1 by its zone is counted by "
+         "Spark (0001-01-01 05:29), invalid for the twin",
+         b'::1 - - [31/Dec/0000:23:59:42 -0530] "GET / HTTP/1.1" 500 1', **_APACHE),
+    _edge("year-edge-utc-0000: a local year 0001 moved into year 0 by its zone is an invalid "
+         "timestamp for Spark, out of range for the twin",
+         b'::1 - - [01/Jan/0001:00:00:23 +1800] "GET / HTTP/1.1" 500 1', **_APACHE),
+    _edge("single-letter-width: Spark's d, M, H, m, s read three digits ('030'), the twin one or "
+         "two", b"030/07/2017 04:09:08 ERROR", line_regex=r"(?<time>\S+ \S+) (?<level>\w+)",
+         time_pattern="d/M/yyyy H:m:s"),
+    _edge("fraction-width: Spark's SSS reads .12, the twin exactly three digits",
+         b"2017-07-30T14:09:08.12+02:00 ERROR", line_regex=r"(?<time>\S+) (?<level>\w+)",
+         time_pattern="yyyy-MM-dd'T'HH:mm:ss.SSSXXX"),
+    _edge("lowercase-z: Spark's XXX reads 'z' as UTC, the twin only 'Z'",
+         b"2017-07-30T14:09:08.123z ERROR", line_regex=r"(?<time>\S+) (?<level>\w+)",
+         time_pattern="yyyy-MM-dd'T'HH:mm:ss.SSSXXX"),
+    _edge("java-dot: Java's . stops at \\r, U+0085, U+2028 and U+2029 (no match), Python's only "
+         "at \\n", b"2017-07-30 14:09:08 [a\rb] ERROR x",
+         line_regex=r"(?<time>\S+ \S+) \[.*\] (?<level>\w+)"),
+    _edge("java-dollar: Java's $ also matches before a final \\r (counted), Python's only before "
+         "\\n", b"2017-07-30 14:09:08 ERROR\r\r", line_regex=r"(?<time>\S+ \S+) (?<level>\w+)$"),
+    _edge("nul-in-level: the plan splits the groups at NUL, so a level 'X\\x00ERROR' counts as "
+         "ERROR", b"2017-07-30 14:09:08 X\x00ERROR", line_regex=_ANY),
+    _edge("nul-in-time: the plan reads a time cut at NUL ('...14:09:08' of '...14:09:08\\x00x'), "
+         "the twin the whole group (invalid)", b"2017-07-30 14:09:08\x00x ERROR",
+         line_regex=_ANY),
+]
+
+
+@pytest.mark.parametrize(("fmt", "raw"), EDGES)
+def test_the_plan_and_the_twin_agree_where_java_and_python_read_differently(spark, fmt, raw):
+    assert twin_disagreements(spark, fmt, [raw]) == []
+
+
 def test_malformed_refs_come_back_bounded_per_partition(spark):
     lines = [b"garbage %d" % i for i in range(300)] + [b"2017-07-30 14:09:08 ERROR x"] * 30
     df = spark.createDataFrame([(i % 2, i, v) for i, v in enumerate(lines)],
                                "partition int, offset long, value binary")
-    rows = batch_frame(df, "ERROR", 10).collect()
+    rows = batch_frame(df, LineFormat(), 10).collect()
     bad = [r for r in rows if r["bad_offset"] is not None]
     # 10 per partition plus the one that says where to cut, the first by offset
     assert sorted((r["p"], r["rn"]) for r in bad) == sorted(
         (p, k) for p in (0, 1) for k in range(1, 12))
     assert max(r["bad_offset"] for r in bad if r["p"] == 0) == 20
-    assert sum(r["n"] for r in rows if r["minute"] is not None) == 30
+    assert sum(r["n"] for r in rows if r["minute"] is not None or r["mi"] is not None) == 30
 
 
-def test_plans_built_once_keep_their_level_bound_and_horizon_apart(spark):
-    """batch_frame reuses its columns per (session, level, bound, horizon): a batch must still
-    get exactly its own, whatever was built before it, and the same twice in a row."""
+def test_plans_built_once_keep_their_format_bound_and_horizon_apart(spark):
+    """batch_frame reuses its columns per (session, format, bound, horizon): a batch must still
+    get exactly its own, whatever was built before it, and the same twice in a row; on the seed
+    fast path (UTC: minutes as text) and the general path (+00:00: the same minutes, as
+    indexes) alike, the late cut included."""
     lines = [b"2017-07-30 14:08:59 ERROR early", b"2017-07-30 14:09:08 ERROR a",
              b"2017-07-30 14:09:09 INFO b", b"2017-07-30 14:10:00 INFO c"] + [b"junk"] * 5
     df = spark.createDataFrame([(0, i, v) for i, v in enumerate(lines)],
@@ -111,25 +236,31 @@ def test_plans_built_once_keep_their_level_bound_and_horizon_apart(spark):
     other = spark.createDataFrame([(1, 100 + i, v) for i, v in enumerate(reversed(lines))],
                                   "partition int, offset long, value binary")
 
-    def run(frame, level, bound, late=None):
-        rows = batch_frame(frame, level, bound, late).collect()
+    def run(frame, fmt, bound, late=None):
+        rows = batch_frame(frame, fmt, bound, late).collect()
         res = batch_result(rows, [OffsetRange(0, 0, len(lines))])
-        return res.counts, sorted((m.offset, m.reason) for m in res.malformed)
+        return ({minute_label(k): n for k, n in res.counts.items()},
+                sorted((m.offset, m.reason) for m in res.malformed))
 
     errors = ({"2017-07-30 14:08:00": 1, "2017-07-30 14:09:00": 1}, 5)
-    for _ in range(2):
-        counts, bad = run(df, "ERROR", 10)
+    late = minute_index("2017-07-30 14:09")
+    for zone in ("UTC", "+00:00", "UTC", "+00:00"):
+        error = LineFormat.from_flags(timezone=zone)
+        info = LineFormat.from_flags(level="info", timezone=zone)
+        counts, bad = run(df, error, 10)
         assert (counts, len(bad)) == errors
-        counts, bad = run(df, "INFO", 10)
+        counts, bad = run(df, info, 10)
         assert counts == {"2017-07-30 14:09:00": 1, "2017-07-30 14:10:00": 1} and len(bad) == 5
-        counts, bad = run(df, "ERROR", 2)  # two refs plus the one that says where to cut
+        counts, bad = run(df, error, 2)  # two refs plus the one that says where to cut
         assert [o for o, _ in bad] == [4, 5, 6]
-        counts, bad = run(df, "ERROR", None)  # no bound: every ref, none numbered
+        counts, bad = run(df, error, None)  # no bound: every ref, none numbered
         assert (counts, [o for o, _ in bad]) == (errors[0], [4, 5, 6, 7, 8])
-        assert {r["rn"] for r in batch_frame(df, "ERROR", None).collect()} == {None}
-        counts, bad = run(df, "ERROR", 10, "2017-07-30 14:09")
+        assert {r["rn"] for r in batch_frame(df, error, None).collect()} == {None}
+        counts, bad = run(df, error, 10, late)
         assert counts == {"2017-07-30 14:09:00": 1} and (0, "late") in bad
-        counts, bad = run(other, "ERROR", 10)  # another DataFrame, the same columns
+        counts, bad = run(df, info, 10, late)  # only counted lines are late
+        assert counts == {"2017-07-30 14:09:00": 1, "2017-07-30 14:10:00": 1} and len(bad) == 5
+        counts, bad = run(other, error, 10)  # another DataFrame, the same columns
         assert (counts, len(bad)) == errors and min(o for o, _ in bad) == 100
 
 
@@ -144,7 +275,7 @@ def test_one_task_and_partitioned_batches_agree(spark, endpoints, names):
     total = sum(r.size for r in ranges)
 
     def both(max_malformed: int):
-        got = [compute_batch(spark, endpoints.bootstrap, inp.topic, ranges, "ERROR",
+        got = [compute_batch(spark, endpoints.bootstrap, inp.topic, ranges, LineFormat(),
                              {"group.id": f"{names.group}-spark"}, max_malformed,
                              single_task_max=bound) for bound in (total, total - 1)]
         one, parted = [(r.counts, r.malformed, r.ranges, r.records) for r in got]
@@ -152,7 +283,7 @@ def test_one_task_and_partitioned_batches_agree(spark, endpoints, names):
         return got[0]
 
     whole = both(len(ranges) * total)  # no range is longer than its share: no numbering
-    assert whole.counts == dict(inp.expected)
+    assert whole.counts == {minute_index(m): n for m, n in inp.expected.items()}
     assert {(m.partition, m.offset) for m in whole.malformed} == inp.malformed
     assert whole.ranges == ranges
     # A share just above the most malformed lines of a partition: numbered, but nothing cut.
@@ -184,7 +315,7 @@ def test_kafka_is_read_through_v2_and_agrees_with_v1(spark, endpoints, names):
     assert "BatchScan" in plan, plan
 
     def batch():
-        r = compute_batch(spark, endpoints.bootstrap, inp.topic, ranges, "ERROR", options)
+        r = compute_batch(spark, endpoints.bootstrap, inp.topic, ranges, LineFormat(), options)
         return r.counts, r.malformed, r.ranges, r.records
 
     v2 = batch()
@@ -195,5 +326,5 @@ def test_kafka_is_read_through_v2_and_agrees_with_v1(spark, endpoints, names):
     finally:
         spark.conf.set(V1_SOURCES_KEY, ours)
     assert v2 == v1
-    assert v2[0] == dict(inp.expected)
+    assert v2[0] == {minute_index(m): n for m, n in inp.expected.items()}
     assert {(m.partition, m.offset) for m in v2[1]} == inp.malformed

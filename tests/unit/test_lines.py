@@ -1,14 +1,19 @@
+"""The seed format under the default line rule (formats/rule.py): seed lines count exactly as
+they always did; the one change is that a trailing \\n (like \\r and \\r\\n) is now ignored."""
+
 import pytest
 
-from pipeline.lines import (
+from formats.rule import (
     REASON_EMPTY,
     REASON_FORMAT,
     REASON_TIMESTAMP,
     Malformed,
     Parsed,
     expected_counts,
-    parse_line,
+    minute_label,
+    parse_record,
 )
+from formats.spec import LineFormat
 
 pytestmark = pytest.mark.unit
 
@@ -16,13 +21,15 @@ pytestmark = pytest.mark.unit
 @pytest.mark.parametrize(
     ("raw", "expected"),
     [
-        (b"2017-07-30 14:09:08 ERROR some message", Parsed("2017-07-30 14:09:00", "ERROR")),
-        (b"2017-07-30 14:09:59 INFO  padded level", Parsed("2017-07-30 14:09:00", "INFO")),
-        (b"2017-07-30 14:09:08 ERROR", Parsed("2017-07-30 14:09:00", "ERROR")),
-        (b"2017-07-30 14:09:08 ERROR\r", Parsed("2017-07-30 14:09:00", "ERROR")),
-        (b"2017-07-30 14:09:08 ERROR msg\r", Parsed("2017-07-30 14:09:00", "ERROR")),
-        (b"2017-07-30 14:09:08 ERROR \xff\xfe not utf-8", Parsed("2017-07-30 14:09:00", "ERROR")),
-        (b"2016-02-29 23:59:59 WARN leap day", Parsed("2016-02-29 23:59:00", "WARN")),
+        (b"2017-07-30 14:09:08 ERROR some message", ("2017-07-30 14:09:00", "ERROR")),
+        (b"2017-07-30 14:09:59 INFO  padded level", ("2017-07-30 14:09:00", "INFO")),
+        (b"2017-07-30 14:09:08 ERROR", ("2017-07-30 14:09:00", "ERROR")),
+        (b"2017-07-30 14:09:08 ERROR\r", ("2017-07-30 14:09:00", "ERROR")),
+        (b"2017-07-30 14:09:08 ERROR msg\r", ("2017-07-30 14:09:00", "ERROR")),
+        (b"2017-07-30 14:09:08 ERROR \xff\xfe not utf-8", ("2017-07-30 14:09:00", "ERROR")),
+        (b"2016-02-29 23:59:59 WARN leap day", ("2016-02-29 23:59:00", "WARN")),
+        # one trailing \n is now ignored too (it was malformed before the widened rule)
+        (b"2017-07-30 14:09:08 ERROR\n", ("2017-07-30 14:09:00", "ERROR")),
         (b"", Malformed(REASON_EMPTY)),
         (b"\r", Malformed(REASON_EMPTY)),
         (b"garbage", Malformed(REASON_FORMAT)),
@@ -30,7 +37,6 @@ pytestmark = pytest.mark.unit
         (b"2017-07-30 14:09:08 ", Malformed(REASON_FORMAT)),
         (b"2017-07-30 14:09:08 ERRORS1 x", Malformed(REASON_FORMAT)),
         (b"2017-07-30 14:09:08\tERROR x", Malformed(REASON_FORMAT)),
-        (b"2017-07-30 14:09:08 ERROR\n", Malformed(REASON_FORMAT)),
         (b"2017-07-30 14:09:08 ERROR\r\r", Malformed(REASON_FORMAT)),
         (b" 2017-07-30 14:09:08 ERROR x", Malformed(REASON_FORMAT)),
         (b"2017-7-30 14:09:08 ERROR x", Malformed(REASON_FORMAT)),
@@ -43,8 +49,12 @@ pytestmark = pytest.mark.unit
         (b"2017-13-01 00:00:00 ERROR x", Malformed(REASON_TIMESTAMP)),
     ],
 )
-def test_parse_line(raw, expected):
-    assert parse_line(raw) == expected
+def test_seed_lines(raw, expected):
+    got = parse_record(raw, LineFormat())
+    if isinstance(expected, Malformed):
+        assert got == expected
+    else:
+        assert isinstance(got, Parsed) and (minute_label(got.minute), got.level) == expected
 
 
 def test_expected_counts_counts_only_the_level_per_minute():
@@ -56,5 +66,7 @@ def test_expected_counts_counts_only_the_level_per_minute():
         b"2017-02-30 14:09:08 ERROR invalid",
         b"junk",
     ]
-    assert expected_counts(lines) == {"2017-07-30 14:09:00": 2, "2017-07-30 14:10:00": 1}
-    assert expected_counts(lines, "INFO") == {"2017-07-30 14:09:00": 1}
+    assert expected_counts(lines, LineFormat()) == {"2017-07-30 14:09:00": 2,
+                                                    "2017-07-30 14:10:00": 1}
+    assert expected_counts(lines, LineFormat.from_flags(level="INFO")) == {
+        "2017-07-30 14:09:00": 1}

@@ -258,8 +258,10 @@ def test_a_start_with_another_counting_setting_is_refused_naming_it(flags, named
 
 
 def test_a_time_pattern_change_is_refused_and_levels_compare_as_a_set():
-    a = counting_settings(LineFormat.from_flags(time_pattern="yy/MM/dd HH:mm:ss"))
-    b = counting_settings(LineFormat.from_flags(time_pattern="yyyy/MM/dd HH:mm:ss"))
+    regex = r"(?<time>\S+ \S+) (?<level>\w+)"
+    a = counting_settings(LineFormat.from_flags(line_regex=regex, time_pattern="yy/MM/dd HH:mm:ss"))
+    b = counting_settings(LineFormat.from_flags(line_regex=regex,
+                                                time_pattern="yyyy/MM/dd HH:mm:ss"))
     with pytest.raises(StateRefused, match="--time-pattern"):
         check_start(*stored(counting=a), facts(), Wanted("in", "out", "ERROR", counting=b))
     both = LineFormat.from_flags("fatal, ERROR").level_label
