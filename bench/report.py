@@ -14,6 +14,8 @@ CONTENDERS = ("raw_jvm_consumer", "raw_python_consumer", "spark_structured_strea
 # and issue 5's that still stand (Structured Streaming, Quix Streams)
 RATIO_GOALS = (("raw_jvm_consumer", 0.5), ("spark_structured_streaming", 1.0),
                ("quixstreams_eos", 5.0), ("logcount_alos", 0.97))
+# Each log shape's steady state against the seed format's (logcount_eos), at least (issue 26).
+FORMAT_RATIO_GOAL = 0.5
 FIRST_COMMIT_GOAL_S = 5.0
 P99_GOAL_MS = 300
 RECOVERY_GOAL_S = 5.0
@@ -21,7 +23,8 @@ RSS_GOAL = 1.1
 
 
 def assemble(runs: dict[str, dict], latency: dict[str, dict], recovery: dict, lines: int,
-             large_lines: int, quix_lines: int, cores: int, bench_seconds: int) -> dict:
+             large_lines: int, quix_lines: int, cores: int, bench_seconds: int,
+             formats: dict[str, str] | None = None) -> dict:
     """results.json: the keys issue 5 names first, then everything behind them."""
     tp = {k: runs[k]["lines_per_s"] for k in CONTENDERS}
     half = latency.get("0.5", {})
@@ -46,10 +49,23 @@ def assemble(runs: dict[str, dict], latency: dict[str, dict], recovery: dict, li
         "cores": cores,
         "lines": lines, "large_lines": large_lines, "quix_lines": quix_lines,
         "bench_seconds": bench_seconds,
+        "formats": format_table(runs, formats or {}),
         "runs": runs,
     }
     results["goals"] = goals(results)
     return results
+
+
+def format_table(runs: dict[str, dict], formats: dict[str, str]) -> dict[str, dict]:
+    """{shape: steady lines/s and its ratio to the seed format's} for the shapes run
+    (`formats`: shape -> its run's label)."""
+    seed = runs.get("logcount_eos", {}).get("steady_lines_per_s")
+    out = {}
+    for shape, label in formats.items():
+        steady = runs[label].get("steady_lines_per_s")
+        out[shape] = {"kind": runs[label].get("format_kind"), "steady_lines_per_s": steady,
+                      "ratio_to_seed": round(steady / seed, 2) if steady and seed else None}
+    return out
 
 
 def goals(r: dict) -> list[dict]:
@@ -79,6 +95,10 @@ def goals(r: dict) -> list[dict]:
     ratio = rss["large"] / rss["small"] if rss["small"] else float("inf")
     out.append(_goal(f"driver RSS large <= {RSS_GOAL} x small", round(ratio, 2),
                      ratio <= RSS_GOAL))
+    for shape, x in r.get("formats", {}).items():
+        got = x["ratio_to_seed"]
+        out.append(_goal(f"{shape} ({x['kind']}) >= {FORMAT_RATIO_GOAL:g} x the seed format "
+                         f"(steady state)", got, got is not None and got >= FORMAT_RATIO_GOAL))
     return out
 
 
@@ -117,6 +137,13 @@ def markdown(r: dict) -> str:
     lines += ["", "| scaling (logcount_eos, lines/s) | |", "|---|---:|"]
     lines += [f"| {c} Spark core(s) | {v:,} |" for c, v in sc["spark_cores"].items()]
     lines += [f"| {p} input partition(s) | {v:,} |" for p, v in sc["input_partitions"].items()]
+    if r.get("formats"):
+        lines += ["", "| log shape (logcount_eos, same run) | rule | lines/s (steady state) | "
+                  "x the seed format |", "|---|---|---:|---:|",
+                  f"| seed | default, fast path | "
+                  f"{_n(r['steady_lines_per_s']['logcount_eos'])} | 1 |"]
+        lines += [f"| {shape} | {x['kind']} | {_n(x['steady_lines_per_s'])} | "
+                  f"{_n(x['ratio_to_seed'])} |" for shape, x in r["formats"].items()]
     lines += ["", f"Recovery (SIGKILL -> next committed batch): {r['recovery_s']} s. "
               f"Driver peak RSS (Python): {rss['small']} MB at {r['lines']:,} lines, "
               f"{rss['large']} MB at {r['large_lines']:,}; the Spark JVM (local mode: driver "

@@ -28,7 +28,8 @@ from connectors import kafka_io, stack
 from core.errors import DependencyError
 from core.paths import home, jars_dir
 from core.progress import Progress
-from core.settings import BenchSettings
+from core.settings import BenchSettings, RunSettings, add_arguments, from_namespace
+from formats.shapes import RUN_FLAGS, expected_from_records, synthetic_records
 
 log = logging.getLogger("logcount.bench")
 
@@ -142,6 +143,27 @@ class Bench:
         return self.record(label, c, int(m.group(1)), float(m.group(2)),
                            phases.stage_checkpoints(c.timeline()))
 
+    def log_shape(self, shape: str, n: int) -> str:
+        """One log shape (formats/shapes.py) through the stage with its ready-made flags: its
+        own topic of `n` lines, its totals checked against what the generator rendered. Returns
+        its run's label."""
+        records = list(synthetic_records(shape, n, self.s.seed))
+        topic = self.name(f"fmt-{shape}-in")
+        data.write_topic(self.bootstrap, topic, [r.value for r in records], 4)
+        label = f"logcount_fmt_{shape}"
+        flags = RUN_FLAGS[shape]
+        run = self.logcount(label, topic, *flags)
+        fmt = from_namespace(RunSettings, _run_parser().parse_args(list(flags)), {}).line_format
+        run["format_kind"] = fmt.kind
+        want = expected_from_records(records, fmt.levels)
+        got = committed_totals(self.bootstrap, self.name(f"{label}-out"))
+        if got != want:
+            wrong = sorted(k for k in set(got) | set(want) if got.get(k) != want.get(k))
+            raise DependencyError(f"{label}: {len(wrong)} minute totals differ from what was "
+                                  f"generated, e.g. {wrong[0]}: {got.get(wrong[0])} against "
+                                  f"{want.get(wrong[0])}")
+        return label
+
     def check(self, c: Child, rc: int) -> None:
         if rc != 0:
             raise DependencyError(f"{c.argv[0]} {' '.join(c.argv[1:3])} exited {rc}: {c.tail()}")
@@ -219,6 +241,45 @@ class Bench:
         return result
 
 
+# The shapes the bench runs beside the seed format: the widened default rule, a regex, a JSON
+# envelope and structured JSON (issue 26's four kinds); formats/shapes.py has them all.
+BENCH_SHAPES = ("kafka", "log4j2", "filebeat", "logstash")
+
+
+def _run_parser():
+    import argparse
+
+    parser = argparse.ArgumentParser(add_help=False)
+    add_arguments(parser, RunSettings)
+    return parser
+
+
+def committed_totals(bootstrap: str, topic: str) -> dict[str, int]:
+    """The output topic's last total per minute, read read_committed to its end."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer(kafka_io.client_config(bootstrap, None, **{
+        "group.id": f"bench-check-{uuid.uuid4().hex[:6]}", "isolation.level": "read_committed",
+        "enable.auto.commit": False, "enable.partition.eof": True}))
+    try:
+        parts = kafka_io.partitions_of(kafka_io.admin(bootstrap), topic) or []
+        c.assign([TopicPartition(topic, p, 0) for p in parts])
+        left, out = set(parts), {}
+        deadline = time.monotonic() + 120
+        while left and time.monotonic() < deadline:
+            m = c.poll(1.0)
+            if m is None:
+                continue
+            if m.error():
+                left.discard(m.partition())  # end of partition (or an error: counts differ)
+                continue
+            v = json.loads(m.value())
+            out[v["log_time"]] = v["log_count"]
+        return out
+    finally:
+        c.close()
+
+
 def consumer_performance_argv(bootstrap: str, topic: str, n: int, group: str,
                               *extra: str) -> list[str]:
     """Kafka's own ConsumerPerformance from the broker jars: the raw-JVM anchor of every run."""
@@ -263,7 +324,7 @@ def run_bench(s: BenchSettings) -> int:
     large = n * s.large_factor
     # records each step reads, for the progress bar: 2x produce, the contenders (the JVM tool
     # twice), scaling, RSS
-    steps = [n * 4, n * 2, n, n, quix_n, n, n, n, n, n, large, large]
+    steps = [n * 4, n * 2, n, n, quix_n, n, n, n, n, n, large, n * len(BENCH_SHAPES), large]
     progress = Progress(sum(steps), "bench")
     os.environ.setdefault("PYTHONPATH", str(home()))
     t_start = time.monotonic()
@@ -298,13 +359,15 @@ def run_bench(s: BenchSettings) -> int:
         progress.advance(n)
         b.logcount("logcount_eos_large", big)
         progress.advance(large)
+        shapes = {shape: b.log_shape(shape, n) for shape in BENCH_SHAPES}
+        progress.advance(n * len(BENCH_SHAPES))
         lat = {str(t): b.latency(t, lines) for t in (0.5, 1.0)}
         rec = b.recovery(lines)
         progress.advance(large)
     finally:
         progress.close()
     results = report.assemble(b.runs, lat, rec, n, large, quix_n, os.cpu_count() or 0,
-                              round(time.monotonic() - t_start))
+                              round(time.monotonic() - t_start), shapes)
     (b.out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     (b.out / "results.md").write_text(report.markdown(results))
     report.plot(results, b.out / "results.png")

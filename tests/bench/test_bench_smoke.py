@@ -11,6 +11,7 @@ import json
 import pytest
 
 from bench.report import CONTENDERS
+from bench.runner import BENCH_SHAPES
 from tests.helpers import cli
 
 pytestmark = pytest.mark.bench
@@ -46,9 +47,15 @@ def test_bench_harness_end_to_end(endpoints, tmp_path):
     assert 0 < results["latency_ms"]["p50"] <= results["latency_ms"]["p99"]
     assert results["recovery_s"] > 0
     assert results["driver_rss_mb"]["small"] > 10 and results["driver_rss_mb"]["large"] > 10
-    assert results["cores"] >= 1 and len(results["goals"]) == 8
+    # Every log shape of the bench ran through the stage with its flags, its totals checked
+    # against the generator's by the harness itself (a difference fails the run above).
+    assert set(results["formats"]) == set(BENCH_SHAPES)
+    for shape in BENCH_SHAPES:
+        assert runs[f"logcount_fmt_{shape}"]["records"] == LINES, shape
+    assert results["cores"] >= 1 and len(results["goals"]) == 8 + len(BENCH_SHAPES)
 
     assert (out / "results.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     md = (out / "results.md").read_text()
     assert all(f"| {k} |" in md for k in CONTENDERS) and "| goal |" in md
     assert "cold start s (first result)" in md and "lines/s (steady state)" in md
+    assert all(f"| {shape} |" in md for shape in BENCH_SHAPES) and "x the seed format" in md
