@@ -83,9 +83,8 @@ def _stages(context, fmt: LineFormat) -> tuple[tuple, ...]:
 class _Plan:
     """Selects built a few named columns at a time. A column used several times is computed once
     per row (Spark does not inline a projected expression into several uses), and the plan's
-    expression tree stays as large as the rule instead of copying shared parts into every use:
-    copied, the default rule's tree took a cold batch from 0.9 to 2.1 s of analysis and code
-    generation."""
+    expression tree stays as large as the rule instead of copying shared parts (the matched
+    prefix, the parsed time) into every use."""
 
     def __init__(self, *base) -> None:
         self.names = ["p", "offset", "value"]
@@ -140,7 +139,11 @@ def _field(j, path: str | None):
 
 
 def _line_rule(plan: _Plan, ln, fmt: LineFormat, fast: bool):
-    """A text line (binary column) -> reason, counted, minute, mi columns."""
+    """A text line (binary column) -> reason, counted, minute, mi columns.
+
+    Only the costly values (the regex's match, the parsed time) get a select of their own;
+    the cheap ones are written where they are used. With the seed fast path every general
+    column is null on a seed line, where each still costs a null check: few of them."""
     from pyspark.sql import functions as F
 
     if fast:
@@ -155,17 +158,16 @@ def _line_rule(plan: _Plan, ln, fmt: LineFormat, fast: bool):
             return e
     # One trailing \r\n, \n or \r is ignored.
     n = F.length(ln)
-    stripped = (F.when(F.substring(ln, -2, 2) == F.lit(b"\r\n"), F.substring(ln, F.lit(1), n - 2))
-                .when(F.substring(ln, -1, 1).isin(F.lit(b"\n"), F.lit(b"\r")),
-                      F.substring(ln, F.lit(1), n - 1))
-                .otherwise(ln))
-    line = plan.let(line=general(stripped))["line"]
+    line = (F.when(F.substring(ln, -2, 2) == F.lit(b"\r\n"), F.substring(ln, F.lit(1), n - 2))
+            .when(F.substring(ln, -1, 1).isin(F.lit(b"\n"), F.lit(b"\r")),
+                  F.substring(ln, F.lit(1), n - 1))
+            .otherwise(ln))
     text = line.cast("string")
     if fmt.line_kind == "default":
-        m = plan.let(m=F.regexp_extract(text, _DEFAULT_RE, 0))["m"]
-        level = plan.let(level=F.substring_index(m, " ", -1))["level"]
-        stamp = plan.let(stamp=F.translate(F.left(m, F.length(m) - F.length(level) - 1),
-                                           "[]", ""))["stamp"]
+        m = plan.let(m=general(F.regexp_extract(text, _DEFAULT_RE, 0)))["m"]
+        word = F.substring_index(m, " ", -1)
+        c = plan.let(level=word, stamp=F.translate(F.left(m, F.length(m) - F.length(word) - 1),
+                                                   "[]", ""))
         no_match, no_level = m == "", F.lit(False)
     else:
         # Java's own ${name} reads a named group (an unmatched one gives ""): one replacement
@@ -175,9 +177,10 @@ def _line_rule(plan: _Plan, ln, fmt: LineFormat, fast: bool):
         c = plan.let(stamp=F.regexp_replace(text, whole, "${time}"),
                      level=F.regexp_replace(text, whole, "${level}"),
                      nm=~text.rlike(f"^(?:{fmt.line_regex})"))
-        stamp, level, no_match, no_level = c["stamp"], c["level"], c["nm"], c["level"] == ""
-    invalid, mi, out_of_range = _read_time(plan, stamp, fmt, iso_checked=fmt.line_kind ==
-                                           "default")
+        no_match, no_level = c["nm"], c["level"] == ""
+    level = c["level"]
+    invalid, mi, out_of_range = _read_time(plan, c["stamp"], fmt,
+                                           iso_checked=fmt.line_kind == "default")
     reason = (F.when(F.coalesce(F.length(line), F.lit(0)) == 0, F.lit(REASON_EMPTY))
               .when(no_match, F.lit(REASON_FORMAT if fmt.line_kind == "default"
                                     else REASON_NO_MATCH))
@@ -208,11 +211,15 @@ def _line_rule(plan: _Plan, ln, fmt: LineFormat, fast: bool):
                & (part(12, 2) <= lit("23")) & (part(15, 2) <= lit("59"))
                & (part(18, 2) <= lit("59"))
                & ((part(9, 2) <= lit("28")) | (day <= month_days)))
-    # The exact bytes first (the usual upper-case level), then case-insensitively.
+    # The exact bytes first (the usual upper-case level), then case-insensitively, but only
+    # where the first letter could be the level's: upper-casing every other line (INFO, WARN,
+    # DEBUG: most of them) made the seed format's per-line work 15 % dearer (1M lines, warm).
     fast_counted = None
+    first = part(21, 1)
     for lv in fmt.levels:
         word = part(21, len(lv) + 1)
-        hit = (word == lit(lv + " ")) | (F.upper(word.cast("string")) == lv + " ")
+        maybe = first.isin(lit(lv[0].upper()), lit(lv[0].lower()))
+        hit = (word == lit(lv + " ")) | (maybe & (F.upper(word.cast("string")) == lv + " "))
         fast_counted = hit if fast_counted is None else fast_counted | hit
     return (F.when(head, F.when(~time_ok, F.lit(REASON_TIMESTAMP))).otherwise(reason),
             F.when(head, fast_counted).otherwise(counted),
@@ -225,31 +232,30 @@ def _read_time(plan: _Plan, stamp, fmt: LineFormat, iso_checked: bool):
 
     pattern = fmt.pattern
     if pattern is not None:
-        parsed = plan.let(parsed=F.try_to_timestamp(stamp, F.lit(pattern.pattern)))["parsed"]
+        parsed = plan.let(parsed=F.when(stamp != "", F.try_to_timestamp(
+            stamp, F.lit(pattern.pattern))))["parsed"]
         zoned = F.lit(pattern.has_zone)
         # A local year 0 is invalid, as in ISO text; with a zone in the pattern the parsed time
         # is already UTC, and its year is the range check's.
         invalid = parsed.isNull() if pattern.has_zone else parsed.isNull() | (F.year(parsed) == 0)
     else:
         # Spark's timestamp text takes '.' as the fraction separator only (log4j writes ',').
-        iso = plan.let(iso=F.translate(stamp, ",", "."))["iso"]
+        iso = F.translate(stamp, ",", ".")
+        # Only a line that matched has a time to parse (a seed stage's malformed lines, which
+        # leave the fast path, mostly do not).
+        parsed = plan.let(parsed=F.when(stamp != "", F.try_to_timestamp(iso)))["parsed"]
         after_clock = F.substring(iso, 20, 20)
-        c = plan.let(parsed=F.try_to_timestamp(iso),
-                     zoned=(F.right(iso, F.lit(1)) == "Z") | (F.instr(after_clock, "+") > 0)
-                     | (F.instr(after_clock, "-") > 0))
-        parsed, zoned = c["parsed"], c["zoned"]
+        zoned = ((F.right(iso, F.lit(1)) == "Z") | (F.instr(after_clock, "+") > 0)
+                 | (F.instr(after_clock, "-") > 0))
         invalid = parsed.isNull() | (F.left(stamp, F.lit(4)) == "0000")
         if not iso_checked:
             invalid = ~stamp.rlike(_ISO_RE) | invalid
-    if fmt.timezone == "UTC":
-        utc = parsed
-    else:
-        utc = F.when(zoned, parsed).otherwise(F.to_utc_timestamp(parsed, fmt.timezone))
-    c = plan.let(utc=utc, invalid=invalid)
-    c = plan.let(year=F.year(c["utc"]), secs=F.unix_seconds(c["utc"]))
-    in_range = c["year"].between(1, 9999)
-    return (F.col("invalid"), F.when(in_range, F.floor(c["secs"] / 60) + EPOCH_MINUTE),
-            ~in_range)
+    utc = parsed
+    if fmt.timezone != "UTC":  # used twice below: a select of its own
+        utc = plan.let(utc=F.when(zoned, parsed).otherwise(
+            F.to_utc_timestamp(parsed, fmt.timezone)))["utc"]
+    in_range = F.year(utc).between(1, 9999)
+    return invalid, F.when(in_range, F.floor(F.unix_seconds(utc) / 60) + EPOCH_MINUTE), ~in_range
 
 
 def _structured(plan: _Plan, j, tf, lvf, fmt: LineFormat):

@@ -35,9 +35,15 @@ def without_kafka(v1_sources: str) -> str:
 
 # Settings of every batch's SQL, applied to our own session and to one spark-submit gave us.
 SQL_CONF = {
-    # Minutes are text cut from the line, never converted between zones; UTC keeps any
-    # timestamp function free of daylight-saving gaps.
+    # A timestamp without a zone is read as UTC and converted explicitly (--timezone, with
+    # to_utc_timestamp): the session's own zone must never move a minute.
     "spark.sql.session.timeZone": "UTC",
+    # upper() of the level (compared case-insensitively) through the JVM's case mapping, not
+    # ICU's: ICU's first use in a JVM costs ~0.9 s (its case data and break iterators load),
+    # which every start paid in its first batch as soon as one line left the seed fast path;
+    # warm, it costs more per call too. Levels are ASCII words in practice; for other letters
+    # the JVM's and ICU's upper-casing agree outside a few locale-specific rules.
+    "spark.sql.icu.caseMappings.enabled": "false",
     # What a batch shuffles is already aggregated (minutes x partitions, plus the bounded
     # malformed refs): one reduce task holds it, and each extra task is per-batch overhead.
     "spark.sql.shuffle.partitions": "1",
