@@ -5,8 +5,9 @@ runs `logcount run --once` on it `--runs` times, each with a fresh group, and re
 own lines as they arrive: the first commit's delay from process start (cold start), each batch's
 Spark seconds, and the steady-state rate = the records of batches 2.. / the time from the first
 commit to the last (the cold first batch drops out; bench/phases.py, as `logcount bench`). Kafka's
-ConsumerPerformance reads the same topic in the same run as the raw-JVM anchor. A quick
-before/after tool for one change; `logcount bench` is the full side-by-side run.
+ConsumerPerformance reads the same topic in the same run as the raw-JVM anchor. `--shape` loads
+another log shape (formats/shapes.py) and runs the stage with its flags. A quick before/after
+tool for one change; `logcount bench` is the full side-by-side run.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from bench import phases
 from bench.data import generate, write_topic
 from bench.runner import consumer_performance_argv
 from connectors import stack
+from formats.shapes import RUN_FLAGS, SHAPES, synthetic_records
 
 _SPARK = re.compile(r"batch \d+ committed: .* spark ([\d.]+)s, commit")
 
@@ -59,18 +61,24 @@ def main() -> int:
     ap.add_argument("--lines", type=int, default=5_000_000)
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--topic", help="reuse a loaded topic instead of writing a new one")
+    ap.add_argument("--shape", default="seed", choices=SHAPES,
+                    help="the log shape to load (formats/shapes.py); the stage runs with its "
+                         "ready-made flags (RUN_FLAGS)")
     ap.add_argument("stage_args", nargs="*", help="extra `logcount run` flags (after --)")
     args = ap.parse_args()
     stack.up(log=lambda line: None)
     topic = args.topic or f"steady-{uuid.uuid4().hex[:6]}"
     if not args.topic:
-        write_topic(stack.BOOTSTRAP, topic, generate(args.lines, 1), partitions=4)
-    runs = [run_stage(topic, f"steady-{uuid.uuid4().hex[:6]}", args.stage_args)
-            for _ in range(args.runs)]
+        lines = (generate(args.lines, 1) if args.shape == "seed" else
+                 [r.value for r in synthetic_records(args.shape, args.lines, 1)])
+        write_topic(stack.BOOTSTRAP, topic, lines, partitions=4)
+    flags = [*RUN_FLAGS[args.shape], *args.stage_args]
+    runs = [run_stage(topic, f"steady-{uuid.uuid4().hex[:6]}", flags) for _ in range(args.runs)]
     jvm = raw_jvm(topic, args.lines)
     for r in runs:
         r["ratio_to_raw_jvm"] = round(r["steady_lines_per_s"] / jvm, 3)
-    print(json.dumps({"topic": topic, "lines": args.lines, "raw_jvm_lines_per_s": round(jvm),
+    print(json.dumps({"topic": topic, "shape": args.shape, "lines": args.lines,
+                      "raw_jvm_lines_per_s": round(jvm),
                       "runs": runs}, indent=1))
     return 0
 
