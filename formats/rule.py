@@ -21,7 +21,8 @@ from zoneinfo import ZoneInfo
 
 from formats.spec import EPOCH_MINUTE, MINUTE_END, FormatError, LineFormat, TimePattern
 
-__all__ = ["Parsed", "Malformed", "parse_record", "expected_counts", "minute_label",
+__all__ = ["Parsed", "Malformed", "parse_record", "counted_minute", "expected_counts",
+           "minute_label",
            "REASON_EMPTY", "REASON_FORMAT", "REASON_TIMESTAMP", "REASON_RANGE", "REASON_LATE",
            "REASON_NO_MATCH", "REASON_NOT_JSON", "REASON_LINE_FIELD", "REASON_TIME_FIELD",
            "REASON_NO_LEVEL", "REASONS", "ISO_TIME", "DEFAULT_LINE"]
@@ -103,13 +104,18 @@ def parse_record(raw: bytes, fmt: LineFormat) -> Parsed | Malformed:
         return Malformed(bad.reason)
 
 
+def counted_minute(raw: bytes, fmt: LineFormat) -> str | None:
+    """The minute ('YYYY-MM-DD HH:MM:00') a record counts for under `fmt`, None if it does not."""
+    p = parse_record(raw, fmt)
+    return minute_label(p.minute) if isinstance(p, Parsed) and p.level in fmt.levels else None
+
+
 def expected_counts(records: Iterable[bytes], fmt: LineFormat) -> dict[str, int]:
     """Per-minute counts ('YYYY-MM-DD HH:MM:00' -> n) of the lines `fmt` counts."""
     out: dict[str, int] = {}
     for raw in records:
-        p = parse_record(raw, fmt)
-        if isinstance(p, Parsed) and p.level in fmt.levels:
-            key = minute_label(p.minute)
+        key = counted_minute(raw, fmt)
+        if key is not None:
             out[key] = out.get(key, 0) + 1
     return out
 
