@@ -6,7 +6,7 @@ import json
 import logging
 import sys
 from collections.abc import Collection, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from confluent_kafka import KafkaException, Producer
@@ -14,7 +14,7 @@ from confluent_kafka import KafkaException, Producer
 from connectors import kafka_io
 from core.errors import AuthorizationError, ConfigError, DependencyError
 from core.settings import ProduceSettings
-from formats.rule import counted_minute, minute_label, parse_record
+from formats.rule import check_line_regex, counted_minute, minute_label
 from formats.shapes import SyntheticRecord, synthetic_records
 from formats.spec import FormatError, LineFormat
 
@@ -155,11 +155,8 @@ def file_values(lines: Iterable[bytes], fmt: LineFormat,
 def check_twin(fmt: LineFormat) -> None:
     """The pure twin reads --line-regex with Python's re; a regex only Java reads cannot be
     counted here. One ConfigError line, before any topic is touched."""
-    if fmt.line_regex is None:
-        return
     try:
-        parse_record(b"x", replace(fmt, json_line_field=None, json_time_field=None,
-                                   json_level_field=None))
+        check_line_regex(fmt)
     except FormatError as exc:
         raise ConfigError(f"{exc}; produce --expect cannot count --file by it: leave out "
                           f"--expect, or write the regex in syntax both read") from None

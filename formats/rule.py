@@ -22,6 +22,7 @@ from zoneinfo import ZoneInfo
 from formats.spec import EPOCH_MINUTE, MINUTE_END, FormatError, LineFormat, TimePattern
 
 __all__ = ["Parsed", "Malformed", "parse_record", "counted_minute", "expected_counts",
+           "check_line_regex",
            "minute_label",
            "REASON_EMPTY", "REASON_FORMAT", "REASON_TIMESTAMP", "REASON_RANGE", "REASON_LATE",
            "REASON_NO_MATCH", "REASON_NOT_JSON", "REASON_LINE_FIELD", "REASON_TIME_FIELD",
@@ -197,6 +198,12 @@ def _python_regex(java: str) -> re.Pattern:
     except re.error as exc:
         raise FormatError(f"--line-regex: Python's re cannot read it ({exc}); the stage "
                           f"itself uses Java's") from None
+
+
+def check_line_regex(fmt: LineFormat) -> None:
+    """FormatError when the twin cannot read `fmt`'s --line-regex (Java-only syntax)."""
+    if fmt.line_regex is not None:
+        _python_regex(fmt.line_regex)
 
 
 def _time_text(text: str, fmt: LineFormat) -> int:
