@@ -98,10 +98,17 @@ _TRANSIENT = {2003, 2006, 2013, 2055, 1205, 1213, 1040, 1053, 1927}
 _ACCESS_DENIED = {1044, 1045, 1698}
 _UNKNOWN_DB = 1049
 _TLS_FAILED = 2026  # CR_SSL_CONNECTION_ERROR: TLS required (--mysql-tls-ca) but not possible
-# Why these: MySQL restarts take seconds; 0.5 s first retry, doubling to 10 s, keeps a restart
-# cheap to ride out without hammering a struggling server.
+# Why these: MySQL restarts take seconds; 0.5 s first retry, doubling to 2 s, rides out a restart
+# or a cut link and writes again within 2 s of the heal (10 s before #27), while one connection
+# attempt every 2 s is nothing to a struggling server.
 BACKOFF_FIRST_S = 0.5
-BACKOFF_MAX_S = 10.0
+BACKOFF_MAX_S = 2.0
+# How long one MySQL round trip may stay silent. A batch's write is one multi-row upsert and one
+# offsets upsert of at most a few thousand rows: milliseconds, a second on a busy server; 10 s
+# (30 s before) is when a link that drops our packets is given up and the write retried on a new
+# connection. The connect itself: 5 s, a server that accepts at all answers its greeting at once.
+MYSQL_CONNECT_TIMEOUT_S = 5
+MYSQL_IO_TIMEOUT_S = 10
 # Why 10 s: a running sink asks the broker for the topic's id this often (one metadata request)
 # to notice a recreation that its consumer does not report; until then it may apply the new
 # topic's records from the old positions, which the re-read after the repair converges anyway.
@@ -156,7 +163,8 @@ class MySQLStore:
     def _connect(self) -> pymysql.connections.Connection:
         u = self.url
         kw = dict(host=u.host, port=u.port, user=u.user, password=u.password,
-                  connect_timeout=5, read_timeout=30, write_timeout=30, autocommit=False,
+                  connect_timeout=MYSQL_CONNECT_TIMEOUT_S, read_timeout=MYSQL_IO_TIMEOUT_S,
+                  write_timeout=MYSQL_IO_TIMEOUT_S, autocommit=False,
                   charset="utf8mb4")
         if self.tls_ca:
             kw.update(ssl_ca=self.tls_ca, ssl_verify_cert=True, ssl_verify_identity=True)

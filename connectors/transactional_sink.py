@@ -42,17 +42,30 @@ log = logging.getLogger("logcount.txn")
 # restart aborts it at once via init_transactions). It must stay <= the broker's
 # transaction.max.timeout.ms (15 min by default). Overridable with --kafka-config.
 TRANSACTION_TIMEOUT_MS = 60_000
-# Why 30 s per call: longer than a leader election on a bounced broker; each call is retried
-# while librdkafka says retriable, so this bounds one attempt, not the whole operation.
-CALL_TIMEOUT_S = 30.0
+# Each call's own timeout is what it waits for, so that a network fault costs seconds, not the
+# minute the old single 30 s timeout plus 30 s grace cost after every heal (issue #27):
+# - init_transactions finds the transaction coordinator and, if a predecessor left a transaction
+#   open, waits for its abort markers to be written: seconds on a loaded cluster, hence 30 s.
+INIT_TIMEOUT_S = 30.0
+# - send_offsets_to_transaction: FindCoordinator for the group, AddOffsetsToTxn, TxnOffsetCommit:
+#   three round trips of milliseconds. A coordinator that is moving answers at once ("not
+#   coordinator", retried inside the call), so 5 s is ample; expiry is retried or aborts.
+SEND_OFFSETS_TIMEOUT_S = 5.0
+# - commit_transaction flushes the batch's records (acks=all: replication to the in-sync
+#   replicas) and writes EndTxn; abort_transaction likewise. A batch's records are the touched
+#   minutes and at most --max-malformed-per-batch DLQ records: well under a second; 10 s, and
+#   expiry is retriable (the call resumes where it was).
+END_TIMEOUT_S = 10.0
 # Retriable errors are retried until this deadline, then treated as abortable (re-plan, redo).
 RETRY_DEADLINE_S = 120.0
-# A transactional call that has not returned this long after its own timeout is hung: seen here
-# with send_offsets_to_transaction after a broker bounce (blocked ~10 min, librdkafka
-# #3013/#5456), and in CI's secured tier after a transaction coordinator was killed. Nothing can
-# be aborted through a hung client: the stage replaces it (HungClientError), and the new
-# producer's init_transactions fences it and settles its transaction, as a restart would.
-HANG_GRACE_S = 30.0
+# A call that has not returned this long after its own timeout is hung: librdkafka enforces its
+# timeouts on its own threads, so it returns within milliseconds of one unless it is stuck.
+# Seen with send_offsets_to_transaction after every link to the cluster was cut and healed
+# (librdkafka #5456: the coordinator request's timeout is never checked; #5511), and in CI's
+# secured tier after a transaction coordinator was killed. Nothing can be aborted through a hung
+# client: the stage replaces it (HungClientError) once it has checked that no other instance
+# took over (pipeline/driver.py), and the new producer's init_transactions fences the hung one.
+HANG_GRACE_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -62,8 +75,9 @@ class OutRecord:
     value: bytes
 
 
-def _watched(doing: str, call: Callable[[], object]):
-    """Run `call` in a helper thread; a call that outlives CALL_TIMEOUT_S + HANG_GRACE_S is hung."""
+def _watched(doing: str, call: Callable[[], object], timeout_s: float):
+    """Run `call` (which passes `timeout_s` to librdkafka) in a helper thread; one that outlives
+    it by HANG_GRACE_S is hung."""
     outcome: dict = {}
 
     def target() -> None:
@@ -74,22 +88,23 @@ def _watched(doing: str, call: Callable[[], object]):
 
     worker = threading.Thread(target=target, name=f"kafka-{doing}", daemon=True)
     worker.start()
-    worker.join(CALL_TIMEOUT_S + HANG_GRACE_S)
+    worker.join(timeout_s + HANG_GRACE_S)
     if worker.is_alive():
         raise HungClientError(
-            f"{doing} did not return within {CALL_TIMEOUT_S + HANG_GRACE_S:.0f}s (a librdkafka "
-            f"hang, #3013)")
+            f"{doing} did not return within {timeout_s + HANG_GRACE_S:.0f}s, {HANG_GRACE_S:.0f}s "
+            f"past its own timeout (a librdkafka hang, #5456)", call=doing)
     if "error" in outcome:
         raise outcome["error"]
     return outcome.get("value")
 
 
-def _retrying(doing: str, call: Callable[[], object], deadline_s: float = RETRY_DEADLINE_S):
+def _retrying(doing: str, call: Callable[[], object], timeout_s: float,
+              deadline_s: float = RETRY_DEADLINE_S):
     """Run `call` (watched for hangs); repeat it while librdkafka says the error is retriable."""
     deadline = time.monotonic() + deadline_s
     while True:
         try:
-            return _watched(doing, call)
+            return _watched(doing, call, timeout_s)
         except (KafkaException, SystemError) as exc:
             kexc = kafka_error(exc)
             if kexc is None:
@@ -141,7 +156,8 @@ class TransactionalSink:
     def init(self) -> None:
         """Register our transactional.id: fences any predecessor and aborts its open transaction,
         so read_committed readers are not stalled until its timeout."""
-        _retrying("init_transactions", lambda: self.producer.init_transactions(CALL_TIMEOUT_S))
+        _retrying("init_transactions", lambda: self.producer.init_transactions(INIT_TIMEOUT_S),
+                  INIT_TIMEOUT_S)
 
     def commit(self, records: Sequence[OutRecord], offsets: Sequence[TopicPartition],
                group_metadata) -> None:
@@ -149,26 +165,31 @@ class TransactionalSink:
         (the caller re-plans and redoes the batch), FatalKafkaError/FencedError when done for."""
         p = self.producer
         try:
-            _retrying("begin_transaction", p.begin_transaction)
+            # begin_transaction is local (no request): it returns at once or raises.
+            _retrying("begin_transaction", p.begin_transaction, 0.0)
             _produce_all(p, records)
             self._crash("after_produce")
             # Always with a timeout: it can hang while the group coordinator is down
             # (librdkafka #3013); expiry surfaces as retriable, then abortable.
             def send_offsets():
                 self._crash("in_send_offsets")  # a fault test's hang: inside the watched call
-                p.send_offsets_to_transaction(list(offsets), group_metadata, CALL_TIMEOUT_S)
+                p.send_offsets_to_transaction(list(offsets), group_metadata,
+                                              SEND_OFFSETS_TIMEOUT_S)
 
-            _retrying("send_offsets_to_transaction", send_offsets)
+            if offsets:  # a claim has none
+                _retrying("send_offsets_to_transaction", send_offsets, SEND_OFFSETS_TIMEOUT_S)
             self._crash("after_send_offsets")
             # commit_transaction may be called again after a retriable error: it resumes.
-            _retrying("commit_transaction", lambda: p.commit_transaction(CALL_TIMEOUT_S))
+            _retrying("commit_transaction", lambda: p.commit_transaction(END_TIMEOUT_S),
+                      END_TIMEOUT_S)
         except AbortableKafkaError:
             self.abort()
             raise
 
     def abort(self) -> None:
         try:
-            _retrying("abort_transaction", lambda: self.producer.abort_transaction(CALL_TIMEOUT_S))
+            _retrying("abort_transaction", lambda: self.producer.abort_transaction(END_TIMEOUT_S),
+                      END_TIMEOUT_S)
         except AbortableKafkaError as exc:
             # Abort itself failing for two minutes means the producer is unusable.
             raise FatalKafkaError(f"abort_transaction failed: {exc}") from exc
@@ -215,9 +236,9 @@ class AtLeastOnceSink:
     def commit(self, records: Sequence[OutRecord], offsets: Sequence[TopicPartition],
                group_metadata) -> None:
         _produce_all(self.producer, records)
-        remaining = self.producer.flush(CALL_TIMEOUT_S)
+        remaining = self.producer.flush(END_TIMEOUT_S)
         if remaining:
-            raise AbortableKafkaError(f"{remaining} records not delivered in {CALL_TIMEOUT_S}s")
+            raise AbortableKafkaError(f"{remaining} records not delivered in {END_TIMEOUT_S}s")
         self._crash("after_produce")
         self._crash("after_send_offsets")
 
@@ -225,7 +246,7 @@ class AtLeastOnceSink:
             self._crash("in_send_offsets")  # a fault test's hang: inside the watched call
             self.consumer.commit(offsets=list(offsets), asynchronous=False)
 
-        _retrying("commit offsets", commit_offsets)
+        _retrying("commit offsets", commit_offsets, END_TIMEOUT_S)
 
     def abort(self) -> None:
         pass

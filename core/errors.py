@@ -9,9 +9,12 @@
         ├── AbortableKafkaError   txn_requires_abort(): abort, re-plan, redo the batch
         └── FatalKafkaError       fatal(): this producer is dead               -> exit 1
             ├── FencedError       a newer instance owns the transactional.id   -> exit 1
+            │   └── TakenOverError  a hung instance came back to find another one took
+            │                     its transactional.id: it publishes nothing       -> exit 1
             ├── AuthorizationError  the cluster denied us (ACLs, credentials)  -> exit 1
-            └── HungClientError   a librdkafka call never returned: the stage replaces its
-                                  Kafka clients once (fencing the hung one); again -> exit 1
+            └── HungClientError   a librdkafka call did not return past its own timeout: the
+                                  stage replaces its Kafka clients once (fencing the hung one)
+                                  unless another instance took over; again -> exit 1
 
 `classify()` maps a confluent_kafka.KafkaException onto the KafkaClientError branch;
 `kafka_error()` finds that exception behind what confluent-kafka actually raised.
@@ -33,6 +36,7 @@ __all__ = [
     "LogcountError",
     "RetriableKafkaError",
     "StackError",
+    "TakenOverError",
     "classify",
     "denied",
     "kafka_error",
@@ -85,10 +89,20 @@ class FencedError(FatalKafkaError):
     """Another instance with the same transactional.id has started: we are the zombie."""
 
 
+class TakenOverError(FencedError):
+    """This instance's Kafka call hung, and meanwhile another instance took the transactional
+    id (its claim is in the state topic): replacing the hung clients would fence the newer one,
+    so this one exits without publishing."""
+
+
 class HungClientError(FatalKafkaError):
-    """A librdkafka call did not return long after its own timeout: nothing more can be done
-    through that client, not even an abort. A new producer with the same transactional.id
-    fences it and settles its transaction, as a restart's would."""
+    """A librdkafka call did not return past its own timeout: nothing more can be done through
+    that client, not even an abort. A new producer with the same transactional.id fences it and
+    settles its transaction, as a restart's would. `.call` names the call (a metric label)."""
+
+    def __init__(self, message: str, call: str = "") -> None:
+        super().__init__(message)
+        self.call = call
 
 
 class AuthorizationError(FatalKafkaError):

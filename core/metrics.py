@@ -67,6 +67,9 @@ class StageMetrics:
         self.commit_seconds = Histogram("logcount_batch_commit_seconds",
                                         "transaction time per batch (begin to commit)",
                                         buckets=_SECONDS, registry=r)
+        self.hung_calls = Counter("logcount_kafka_hung_calls", "librdkafka calls that did not "
+                                  "return past their own timeout (the clients were replaced)",
+                                  ["call"], registry=r)
 
 
 class SinkMetrics:
@@ -99,17 +102,28 @@ def serve(port: int, registry: CollectorRegistry, health: Health) -> ThreadingHT
                 code = 200 if ok else 503
             else:
                 body, ctype, code = b"not found\n", "text/plain", 404
-            self.send_response(code)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            try:
+                self.send_response(code)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            except OSError:  # the prober hung up before the answer (a probe's own timeout)
+                self.close_connection = True
 
         def log_message(self, *args) -> None:  # scrapes are not worth a log line each
             pass
 
+    class Server(ThreadingHTTPServer):
+        daemon_threads = True
+
+        def handle_error(self, request, client_address) -> None:
+            # socketserver's default prints a traceback to stderr; a scrape or a probe that
+            # goes wrong is worth at most a debug line, never a traceback on the terminal.
+            log.debug("metrics: request from %s failed", client_address, exc_info=True)
+
     try:
-        server = ThreadingHTTPServer(("0.0.0.0", port), Handler)
+        server = Server(("0.0.0.0", port), Handler)
     except OSError as exc:
         log.warning("metrics: cannot listen on port %d (%s); running without metrics", port, exc)
         return None

@@ -16,10 +16,13 @@ import base64
 import contextlib
 import json
 import logging
+import os
 import signal
+import socket
 import sys
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -35,6 +38,8 @@ from core.errors import (
     DependencyError,
     FatalKafkaError,
     HungClientError,
+    RetriableKafkaError,
+    TakenOverError,
 )
 from core.metrics import Health, StageMetrics, serve
 from core.progress import Progress
@@ -47,12 +52,15 @@ from pipeline.job import BatchResult, MalformedRef, compute_batch
 from pipeline.offsets import OffsetRange, batch_cap, plan_ranges, resolve_starts
 from pipeline.spark import SessionStart, connector_jars, under_spark_submit
 from pipeline.state import (
+    CLAIM_KEY,
     Change,
     StageState,
     StartFacts,
     StateRefused,
     Wanted,
     check_start,
+    claim_value,
+    claimant,
     counting_settings,
     decode_records,
     state_topic_name,
@@ -64,12 +72,14 @@ log = logging.getLogger("logcount.stage")
 # The DLQ keeps malformed lines for 90 days: long enough for someone to notice and replay them.
 DLQ_RETENTION_MS = str(90 * 24 * 3600 * 1000)
 # A batch that fails before its transaction opens (broker bouncing under the plan, a Spark task
-# losing its Kafka connection) is simply re-planned: nothing was published. Backoff doubles from
-# 1 s to 15 s; 20 failures in a row (about 4 minutes) means the cause is not passing, and the
-# stage exits with the last error rather than spinning silently.
+# losing its Kafka connection, every link cut) is simply re-planned: nothing was published.
+# Backoff doubles from 1 s to 4 s: the wait after a heal is at most 4 s (it was 15 s), and one
+# plan every few seconds (three small admin requests) costs a cluster nothing. Failing without
+# a break for 5 minutes means the cause is not passing: the stage exits with the last error
+# rather than spinning silently, and its supervisor decides.
 RETRY_FIRST_S = 1.0
-RETRY_MAX_S = 15.0
-MAX_CONSECUTIVE_FAILURES = 20
+RETRY_MAX_S = 4.0
+GIVE_UP_AFTER_S = 300.0
 # How long a failing start-up waits, with --verbose, for the Spark session it began beside it
 # (so that the JVM's start-up chatter comes before our one error line). A session starts in
 # 2-10 s; past this the error is printed anyway.
@@ -79,10 +89,11 @@ SPARK_START_WAIT_S = 60.0
 # (a recreated log is behind the state) or by this one before the next.
 TOPIC_ID_CHECK_S = 30.0
 # A hung librdkafka call (connectors/transactional_sink.py HANG_GRACE_S) makes the stage replace
-# its Kafka clients, as a restart would but keeping the Spark session. A second hang before any
-# batch has committed again means replacing does not help here: the stage exits, and its
-# supervisor's restart is the next step.
-MAX_HANGS_WITHOUT_COMMIT = 1
+# its Kafka clients, as a restart would but keeping the Spark session, once it has seen that its
+# own claim is still the last (Stage.recover_clients). A fourth hang before any batch has
+# committed means replacing does not help here: the stage exits, and its supervisor's restart is
+# the next step. (Three: links healing one by one can catch a new producer in the same hang.)
+MAX_HANGS_WITHOUT_COMMIT = 3
 
 
 class StopFlag:
@@ -175,7 +186,11 @@ class Stage:
         self.server = None  # the metrics server, started once the broker answers
         self.batches = 0
         self.failures = 0
+        self.failing_since: float | None = None  # the first of the failures in a row
         self.hangs = 0  # hung Kafka calls since the last commit
+        # Who this process is in the state topic's claim: unique per start, so a restart on the
+        # same host is another instance.
+        self.instance = uuid.uuid4().hex[:16]
         self.metrics = StageMetrics()
         self.health = Health(s.health_stall_seconds)
         self.tally = _Tally()
@@ -293,27 +308,49 @@ class Stage:
             sink = AtLeastOnceSink(s.bootstrap_servers, consumer, self.extra, self.crash)
         try:
             sink.init()  # fences a predecessor first: only then is the state settled
+            if isinstance(sink, TransactionalSink):
+                # At once, before anything slower: the sooner the claim is in the state topic,
+                # the narrower the window in which a predecessor that hung could miss it.
+                value = claim_value(self.instance, socket.gethostname(), os.getpid(),
+                                    datetime.now(UTC).isoformat(timespec="seconds"))
+                sink.commit([OutRecord(self.state_topic, CLAIM_KEY, value)], [], None)
             self.start_state(consumer)
         except BaseException:
             self.close(sink, consumer)
             raise
         return sink, consumer
 
-    def replace_clients(self, sink, consumer, hung: HungClientError):
-        """After a hung librdkafka call: what a restart does, without its Spark start. The hung
-        clients are let go (closed on a thread of their own); a new producer with the same
-        transactional.id fences the old one and settles its transaction (committed if its
-        commit had reached the coordinator, else aborted), and the state is read back from the
-        cluster and checked, so nothing in memory from before the hang is trusted. Returns
-        sink, consumer."""
+    def let_go(self, sink, consumer, hung: HungClientError) -> None:
+        """A librdkafka call hung: let go of the clients (closed on threads of their own, which
+        may never return), and count it; one hang too many is the stage's exit."""
+        self.metrics.hung_calls.labels(call=hung.call or "unknown").inc()
         sink.abandon()
         threading.Thread(target=_best_effort, args=(consumer.close,), daemon=True).start()
         self.hangs += 1
         if self.hangs > MAX_HANGS_WITHOUT_COMMIT:
             raise hung
         self.metrics.batches_aborted.inc()
-        log.warning("%s; replacing the stage's Kafka clients (the hung producer is fenced, the "
-                    "state read back)", hung)
+        log.warning("%s; replacing the stage's Kafka clients unless another instance took over",
+                    hung)
+
+    def recover_clients(self):
+        """After a hang: what a restart does, without its Spark start. First the rule that keeps
+        a superseded instance from coming back: if the state topic's last claim is not this
+        instance's, another one took the transactional id while this one hung (an orchestrator
+        replaced it): exit without publishing (TakenOverError). Else a new producer with the
+        same transactional.id fences the hung one and settles its transaction (committed if its
+        commit had reached the coordinator, else aborted), and the state is read back, so
+        nothing in memory from before the hang is trusted. Returns sink, consumer."""
+        s = self.s
+        if s.delivery == "exactly-once":
+            table = state_topic.read_table(self.admin, s.bootstrap_servers, self.state_topic,
+                                           self.extra, f"{s.group_id}-state-reader")
+            holder = claimant(table)
+            if holder != self.instance:
+                raise TakenOverError(
+                    f"another instance ({holder or 'unknown'}) took transactional id {s.txn_id} "
+                    f"while this one's Kafka call hung; this instance stops without publishing "
+                    f"anything more")
         return self.kafka_clients()
 
     # -- the cycle -----------------------------------------------------------------------------
@@ -426,6 +463,7 @@ class Stage:
     def observe(self, result: BatchResult, change: Change, spark_s: float,
                 commit_s: float) -> None:
         self.failures = self.hangs = 0
+        self.failing_since = None
         t = self.tally
         t.last_commit = time.monotonic()
         t.records += result.records
@@ -452,9 +490,13 @@ class Stage:
         exc = failed.cause
         self.failures += 1
         self.metrics.batches_aborted.inc()
+        now = time.monotonic()
+        if self.failing_since is None:
+            self.failing_since = now
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
-        if self.failures >= MAX_CONSECUTIVE_FAILURES:
-            raise DependencyError(f"{failed.doing} failed {self.failures} times in a row; last: "
+        if now - self.failing_since >= GIVE_UP_AFTER_S:
+            raise DependencyError(f"{failed.doing} failed {self.failures} times in a row over "
+                                  f"{now - self.failing_since:.0f}s; last: "
                                   f"{first_line[:500]}") from exc
         delay = min(RETRY_FIRST_S * 2 ** (self.failures - 1), RETRY_MAX_S)
         log.warning("%s failed (%s); re-planning in %.0fs (%d in a row)", failed.doing,
@@ -486,6 +528,8 @@ class Stage:
             try:
                 while not self.stop.set:
                     try:
+                        if sink is None:  # the last ones hung
+                            sink, consumer = self.recover_clients()
                         busy = self.cycle(spark, sink, consumer)
                     except _Retry as failed:
                         if self.stop.set:  # a Spark job cancelled by the signal: nothing open
@@ -495,7 +539,14 @@ class Stage:
                     except HungClientError as hung:
                         hung_clients = sink, consumer
                         sink = consumer = None  # let go of: never closed in the finally below
-                        sink, consumer = self.replace_clients(*hung_clients, hung)
+                        self.let_go(*hung_clients, hung)
+                        continue
+                    except (DependencyError, RetriableKafkaError, AbortableKafkaError) as exc:
+                        if sink is not None:
+                            raise
+                        # Replacing hung clients failed (the links are still down): try again
+                        # after the usual backoff, as a failed plan would.
+                        self.transient_failure(_Retry("replacing the hung Kafka clients", exc))
                         continue
                     if not busy:
                         if s.once:

@@ -8,6 +8,8 @@ in a compacted topic beside the output topic (`<output>-state`) and is written i
 transaction as the totals it describes, so the two can never disagree:
     key b"progress"              JSON: format, identity, offsets, watermark
     key b"totals/YYYY-MM-DD HH"  the hour's minutes and totals (pipeline.totals.encode_hour)
+    key b"claim"                 JSON: the instance that last took the transactional id, written
+                                 in a transaction of its own right after its init_transactions
 The group's committed offsets (sent in that transaction too) are a mirror for lag monitors and
 `kafka-consumer-groups`, never the source: `check_start` compares them and repairs or refuses.
 """
@@ -32,6 +34,7 @@ from pipeline.totals import (
 
 __all__ = [
     "FORMAT",
+    "CLAIM_KEY",
     "PROGRESS_KEY",
     "STATE_SUFFIX",
     "Change",
@@ -42,6 +45,8 @@ __all__ = [
     "StateRefused",
     "Wanted",
     "check_start",
+    "claim_value",
+    "claimant",
     "decode_records",
     "late_before",
     "state_topic_name",
@@ -50,6 +55,7 @@ __all__ = [
 FORMAT = 1
 STATE_SUFFIX = "-state"
 PROGRESS_KEY = b"progress"
+CLAIM_KEY = b"claim"
 # Timestamps carry no zone, so a line may be up to a day "ahead" of the UTC wall clock and still
 # be honest. A minute beyond now + this never advances the watermark, and no minute moves it
 # past the wall clock: one bogus future timestamp (year 2099, or tomorrow) cannot make every
@@ -128,6 +134,26 @@ class ProgressRecord:
                    None if closed is None else minute_index(closed))
 
 
+def claim_value(instance: str, host: str, pid: int, at: str) -> bytes:
+    """The claim record's value: who took the transactional id, and when (for an operator)."""
+    return json.dumps({"instance": instance, "host": host, "pid": pid, "at": at}).encode()
+
+
+def claimant(records: Mapping[bytes, bytes]) -> str | None:
+    """The instance whose claim is the state topic's last (None: no claim, or unreadable).
+
+    The rule of a stage whose Kafka call hung (pipeline/driver.py): it may replace its clients,
+    and so fence whoever holds the transactional id, only while this is still itself."""
+    raw = records.get(CLAIM_KEY)
+    if raw is None:
+        return None
+    try:
+        got = json.loads(raw).get("instance")
+    except (ValueError, AttributeError):
+        return None
+    return got if isinstance(got, str) else None
+
+
 def decode_records(records: Mapping[bytes, bytes], topic: str
                    ) -> tuple[ProgressRecord | None, dict[int, bytes]]:
     """The state topic's last value per key -> (progress or None, {hour: encoded totals})."""
@@ -140,6 +166,8 @@ def decode_records(records: Mapping[bytes, bytes], topic: str
             except (ValueError, KeyError, TypeError) as exc:
                 raise StateRefused(f"state topic {topic}: {exc}; it was written by another "
                                    f"program or version - use another output topic") from None
+            continue
+        if key == CLAIM_KEY:  # who holds the transactional id: not part of the counts
             continue
         hour = parse_hour_key(key)
         if hour is None:

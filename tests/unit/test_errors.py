@@ -76,9 +76,9 @@ def test_a_kafka_error_left_set_by_the_client_is_still_a_kafka_error():
         raise _left_set(fenced)
 
     with pytest.raises(FencedError):
-        _retrying("commit_transaction", call)
+        _retrying("commit_transaction", call, 1.0)
     # closing never replaces the error that brought us there; a real bug still shows
     _close(_Producer(_left_set(fenced)))
     _close(_Producer(fenced))
     with pytest.raises(SystemError):
-        _retrying("commit_transaction", lambda: (_ for _ in ()).throw(SystemError("bug")))
+        _retrying("commit_transaction", lambda: (_ for _ in ()).throw(SystemError("bug")), 1.0)

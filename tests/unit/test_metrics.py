@@ -54,3 +54,27 @@ def test_a_taken_port_is_skipped_not_fatal():
         s.bind(("0.0.0.0", 0))
         s.listen()
         assert serve(s.getsockname()[1], StageMetrics().registry, Health(1)) is None
+
+
+def test_a_probe_that_hangs_up_early_leaves_no_traceback(capfd):
+    """Health probes with short timeouts hang up before the answer (BrokenPipeError in do_GET,
+    issue #27): never a traceback on the terminal, and the server goes on answering."""
+    m, h = StageMetrics(), Health(stall_seconds=1)
+    port = _free_port()
+    server = serve(port, m.registry, h)
+    try:
+        try:  # what socketserver does with an exception from a handler
+            raise BrokenPipeError(32, "Broken pipe")
+        except BrokenPipeError:
+            server.handle_error(None, ("127.0.0.1", 1))
+        for _ in range(30):  # real probes that reset the connection right after asking
+            s = socket.create_connection(("127.0.0.1", port))
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+            s.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+            s.close()
+        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz").read()
+        assert json.loads(body)["healthy"]
+    finally:
+        server.shutdown()
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "BrokenPipe" not in err, err

@@ -7,6 +7,7 @@ import pytest
 from formats.spec import LineFormat
 from pipeline.offsets import OffsetRange
 from pipeline.state import (
+    CLAIM_KEY,
     FUTURE_SLACK_MINUTES,
     PROGRESS_KEY,
     Identity,
@@ -16,6 +17,8 @@ from pipeline.state import (
     StateRefused,
     Wanted,
     check_start,
+    claim_value,
+    claimant,
     counting_settings,
     decode_records,
     late_before,
@@ -268,3 +271,12 @@ def test_a_time_pattern_change_is_refused_and_levels_compare_as_a_set():
     assert both == LineFormat.from_flags("ERROR,FATAL").level_label == "ERROR,FATAL"
     with pytest.raises(StateRefused, match="counts level ERROR, not ERROR,FATAL"):
         check_start(*stored(), facts(), Wanted("in", "out", both))
+
+
+def test_the_claim_names_the_instance_that_last_took_the_id_and_is_not_a_count():
+    table = {CLAIM_KEY: claim_value("abc123", "host-1", 42, "2026-11-25T00:00:00+00:00")}
+    assert claimant(table) == "abc123"
+    assert claimant({}) is None, "a state written before claims: nobody is known to hold it"
+    assert claimant({CLAIM_KEY: b"not json"}) is None
+    assert claimant({CLAIM_KEY: b'{"instance": 7}'}) is None
+    assert decode_records(table, "out-state") == (None, {}), "a claim holds no totals"
