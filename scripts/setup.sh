@@ -59,6 +59,30 @@ fetch_jars kafka jvm/kafka-broker
 spark_version=$(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("pyspark"))')
 fetch_jars spark-kafka jvm/spark-kafka "-Dspark.version=$spark_version"
 
+# 4. toxiproxy (TCP fault injection for the network-fault tests, tests/faults/toxiproxy.py), built
+# with `go install` into .cache/bin; Go's module and build caches stay in .cache/go. Without Go
+# the tests that need it are skipped (under CI=true they fail); a failed build stops the set-up.
+toxiproxy_version=v2.5.0
+if [ ! -x .cache/bin/toxiproxy-server ] \
+    || [ "$(cat .cache/bin/.toxiproxy-stamp 2>/dev/null)" != "$toxiproxy_version" ]; then
+  if ! command -v go >/dev/null; then
+    say "warning: go not found: the network-fault tests will be skipped"
+  else
+    say "building toxiproxy $toxiproxy_version with go install"
+    mkdir -p .cache/bin .cache/go
+    if env GOPATH="$root/.cache/go" GOCACHE="$root/.cache/go/cache" \
+        GOMODCACHE="$root/.cache/go/mod" GOFLAGS=-modcacherw GOBIN="$root/.cache/bin" \
+        go install "github.com/Shopify/toxiproxy/v2/cmd/server@$toxiproxy_version" \
+        > .cache/go.log 2>&1; then
+      mv -f .cache/bin/server .cache/bin/toxiproxy-server
+      echo "$toxiproxy_version" > .cache/bin/.toxiproxy-stamp
+    else
+      cat .cache/go.log >&2
+      die "go install of toxiproxy failed (the network-fault tests need it)"
+    fi
+  fi
+fi
+
 # A class-data-sharing archive for the Spark driver JVM (pipeline/cds.py): seconds off every
 # stage start. Made once per JVM/pyspark/connector; without it Spark simply starts slower.
 .venv/bin/python -m pipeline.cds_build >/dev/null || say "warning: no CDS archive; Spark starts without it"

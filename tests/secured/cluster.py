@@ -6,7 +6,11 @@ its own session (process group) under `workdir`:
 - clients and brokers talk SASL_SSL only, SCRAM-SHA-512, with a CA made here with `openssl`;
 - authorisation by `StandardAuthorizer` with `allow.everyone.if.no.acl.found=false`: a user sees
   nothing without ACLs; `admin` (created when the storage is formatted) is the super user;
-- the internal topics run at replication factor 3 / min ISR 2, as a production cluster does.
+- the internal topics run at replication factor 3 / min ISR 2, as a production cluster does;
+- each broker has a second client listener, PROXIED (SASL_SSL too), that advertises a port on
+  which nothing listens until a test puts a fault-injecting proxy there (tests/faults): clients
+  bootstrapped at `proxied_bootstrap` then reach every broker only through its proxy, while the
+  brokers' own traffic (replication, the controller) stays on their direct listeners.
 
 Users and ACLs changed through this class are enforced by every running broker when the call
 returns (`metadata_barrier`). Do not delete SCRAM users on this cluster: Kafka 4.3.1 can then
@@ -219,6 +223,8 @@ class _Node:
     port: int
     dir: Path
     proc: subprocess.Popen[bytes] | None = None
+    proxied_port: int = 0  # the PROXIED listener (brokers only)
+    proxy_port: int = 0  # what PROXIED advertises: where a test's proxy listens
 
     @property
     def name(self) -> str:
@@ -341,6 +347,21 @@ class SecuredCluster:
     def broker_address(self, node_id: int) -> str:
         return self._node(node_id).address
 
+    def proxied_listener(self, node_id: int) -> str:
+        """Where broker `node_id`'s PROXIED listener listens: a proxy's upstream."""
+        return f"{HOST}:{self._node(node_id).proxied_port}"
+
+    def proxy_address(self, node_id: int) -> str:
+        """What broker `node_id` advertises on PROXIED: where its proxy must listen."""
+        return f"{HOST}:{self._node(node_id).proxy_port}"
+
+    @property
+    def proxied_bootstrap(self) -> str:
+        """The three proxy addresses: a client bootstrapped here is told, in every metadata
+        answer, to reach each broker through its proxy."""
+        self._need_started()
+        return ",".join(self.proxy_address(b) for b in self.brokers)
+
     @property
     def ca(self) -> Path:
         self._need_started()
@@ -372,11 +393,12 @@ class SecuredCluster:
     def admin_conf(self) -> dict[str, str]:
         return self.librdkafka_conf(ADMIN_USER, self.admin_password)
 
-    def java_properties(self, user: str, password: str, *, ca: Path | None = None) -> str:
+    def java_properties(self, user: str, password: str, *, ca: Path | None = None,
+                        bootstrap: str | None = None) -> str:
         """A Java client properties text (`--consumer.config`, `--command-config`, logcount's
-        `--client-config`) for `user`."""
+        `--client-config`) for `user` (bootstrap: the brokers' direct addresses unless given)."""
         return (
-            f"bootstrap.servers={self.bootstrap}\n"
+            f"bootstrap.servers={bootstrap or self.bootstrap}\n"
             "security.protocol=SASL_SSL\n"
             f"sasl.mechanism={SCRAM}\n"
             f"sasl.jaas.config={jaas(user, password)}\n"
@@ -385,10 +407,10 @@ class SecuredCluster:
         )
 
     def write_java_properties(self, path: Path, user: str, password: str, *,
-                              ca: Path | None = None) -> Path:
+                              ca: Path | None = None, bootstrap: str | None = None) -> Path:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(self.java_properties(user, password, ca=ca))
+        path.write_text(self.java_properties(user, password, ca=ca, bootstrap=bootstrap))
         path.chmod(0o600)
         return path
 
@@ -419,7 +441,7 @@ class SecuredCluster:
         return f"""\
 controller.quorum.voters={CONTROLLER_ID}@{self.controller.address}
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL,PROXIED:SASL_SSL
 authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
 allow.everyone.if.no.acl.found=false
 # User:ANONYMOUS is the principal of a connection on a PLAINTEXT listener. The only one here is
@@ -461,12 +483,13 @@ default.replication.factor=3
         return f"""\
 process.roles=broker
 node.id={node.node_id}
-listeners=SASL_SSL://{node.address}
-advertised.listeners=SASL_SSL://{node.address}
+listeners=SASL_SSL://{node.address},PROXIED://{HOST}:{node.proxied_port}
+advertised.listeners=SASL_SSL://{node.address},PROXIED://{HOST}:{node.proxy_port}
 inter.broker.listener.name=SASL_SSL
 sasl.enabled.mechanisms={SCRAM}
 sasl.mechanism.inter.broker.protocol={SCRAM}
 listener.name.sasl_ssl.{SCRAM.lower()}.sasl.jaas.config={jaas(ADMIN_USER, self.admin_password)}
+listener.name.proxied.{SCRAM.lower()}.sasl.jaas.config={jaas(ADMIN_USER, self.admin_password)}
 ssl.keystore.type=PEM
 ssl.keystore.location={self.tls.keystore}
 ssl.truststore.type=PEM
@@ -525,9 +548,11 @@ Configuration:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.tls = make_tls(self.workdir / "tls")
         self.startup_phases["tls"] = time.monotonic() - t0
-        ports = free_ports(1 + len(BROKER_IDS))
+        n = len(BROKER_IDS)
+        ports = free_ports(1 + 3 * n)
         self.controller = _Node(CONTROLLER_ID, ports[0], self.workdir / "controller")
-        self.brokers = {b: _Node(b, ports[1 + i], self.workdir / f"broker-{b}")
+        self.brokers = {b: _Node(b, ports[1 + i], self.workdir / f"broker-{b}",
+                                 proxied_port=ports[1 + n + i], proxy_port=ports[1 + 2 * n + i])
                         for i, b in enumerate(BROKER_IDS)}
         atexit.register(self._kill_all)
         try:

@@ -1,0 +1,1 @@
+"""Network faults (partitions, resets, latency, cuts) injected with toxiproxy."""
