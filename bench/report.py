@@ -20,11 +20,16 @@ FIRST_COMMIT_GOAL_S = 5.0
 P99_GOAL_MS = 300
 RECOVERY_GOAL_S = 5.0
 RSS_GOAL = 1.1
+# Issue #30's goals for the widest input of the partitions axis against 4 partitions.
+WIDE_THROUGHPUT_GOAL = 0.8
+WIDE_COMMIT_P99_GOAL_MS = 250
+WIDE_LATENCY_GOAL = 1.25
 
 
 def assemble(runs: dict[str, dict], latency: dict[str, dict], recovery: dict, lines: int,
              large_lines: int, quix_lines: int, cores: int, bench_seconds: int,
-             formats: dict[str, str] | None = None) -> dict:
+             formats: dict[str, str] | None = None,
+             partitions: dict[str, dict] | None = None) -> dict:
     """results.json: the keys issue 5 names first, then everything behind them."""
     tp = {k: runs[k]["lines_per_s"] for k in CONTENDERS}
     half = latency.get("0.5", {})
@@ -50,6 +55,7 @@ def assemble(runs: dict[str, dict], latency: dict[str, dict], recovery: dict, li
         "lines": lines, "large_lines": large_lines, "quix_lines": quix_lines,
         "bench_seconds": bench_seconds,
         "formats": format_table(runs, formats or {}),
+        "partitions": partitions_table(runs, partitions or {}),
         "runs": runs,
     }
     results["goals"] = goals(results)
@@ -66,6 +72,46 @@ def format_table(runs: dict[str, dict], formats: dict[str, str]) -> dict[str, di
         out[shape] = {"kind": runs[label].get("format_kind"), "steady_lines_per_s": steady,
                       "ratio_to_seed": round(steady / seed, 2) if steady and seed else None}
     return out
+
+
+def partitions_table(runs: dict[str, dict], latency: dict[str, dict]) -> dict[str, dict]:
+    """{input partitions: steady and processing lines/s, slowest commit, latency and commit p99}
+    (`latency`: partitions -> that latency run; the 4-partition throughput is logcount_eos)."""
+    out = {}
+    for p, lat in latency.items():
+        run = runs.get("logcount_eos" if p == "4" else f"logcount_eos_p{p}", {})
+        out[p] = {"steady_lines_per_s": run.get("steady_lines_per_s"),
+                  "lines_per_s": run.get("lines_per_s"),
+                  "slowest_commit_s": run.get("slowest_commit_s"),
+                  "latency_p99_ms": lat.get("p99"), "commit_p99_ms": lat.get("commit_p99_ms"),
+                  "rate_lines_per_s": lat.get("rate_lines_per_s"),
+                  "probes": lat.get("probes"), "probes_seen": lat.get("probes_seen")}
+    return out
+
+
+def _wide_goals(table: dict[str, dict]) -> list[dict]:
+    if "4" not in table or len(table) < 2:
+        return []
+    base, widest = table["4"], max(table, key=int)
+    wide = table[widest]
+
+    def ratio(a, b):
+        return a / b if a and b else None
+
+    def shown(x):
+        return None if x is None else round(x, 2)
+
+    tp = ratio(wide["steady_lines_per_s"], base["steady_lines_per_s"])
+    lat = ratio(wide["latency_p99_ms"], base["latency_p99_ms"])
+    commit = wide["commit_p99_ms"]
+    return [
+        _goal(f"steady state at {widest} input partitions >= {WIDE_THROUGHPUT_GOAL:g} x at 4",
+              shown(tp), tp is not None and tp >= WIDE_THROUGHPUT_GOAL),
+        _goal(f"commit p99 <= {WIDE_COMMIT_P99_GOAL_MS} ms at {widest} input partitions",
+              commit, commit is not None and commit <= WIDE_COMMIT_P99_GOAL_MS),
+        _goal(f"latency p99 at {widest} input partitions <= {WIDE_LATENCY_GOAL:g} x at 4",
+              shown(lat), lat is not None and lat <= WIDE_LATENCY_GOAL),
+    ]
 
 
 def goals(r: dict) -> list[dict]:
@@ -99,7 +145,7 @@ def goals(r: dict) -> list[dict]:
         got = x["ratio_to_seed"]
         out.append(_goal(f"{shape} ({x['kind']}) >= {FORMAT_RATIO_GOAL:g} x the seed format "
                          f"(steady state)", got, got is not None and got >= FORMAT_RATIO_GOAL))
-    return out
+    return out + _wide_goals(r.get("partitions", {}))
 
 
 def _goal(goal: str, value, met: bool) -> dict:
@@ -144,6 +190,13 @@ def markdown(r: dict) -> str:
                   f"{_n(r['steady_lines_per_s']['logcount_eos'])} | 1 |"]
         lines += [f"| {shape} | {x['kind']} | {_n(x['steady_lines_per_s'])} | "
                   f"{_n(x['ratio_to_seed'])} |" for shape, x in r["formats"].items()]
+    if r.get("partitions"):
+        lines += ["", "| input partitions (logcount_eos, same run) | lines/s (steady state) | "
+                  "lines/s (processing) | slowest commit s (backlog) | latency p99 ms | "
+                  "commit p99 ms (latency run) |", "|---:|---:|---:|---:|---:|---:|"]
+        lines += [f"| {p} | {_n(x['steady_lines_per_s'])} | {_n(x['lines_per_s'])} | "
+                  f"{_n(x['slowest_commit_s'])} | {_n(x['latency_p99_ms'])} | "
+                  f"{_n(x['commit_p99_ms'])} |" for p, x in r["partitions"].items()]
     lines += ["", f"Recovery (SIGKILL -> next committed batch): {r['recovery_s']} s. "
               f"Driver peak RSS (Python): {rss['small']} MB at {r['lines']:,} lines, "
               f"{rss['large']} MB at {r['large_lines']:,}; the Spark JVM (local mode: driver "

@@ -35,6 +35,10 @@ log = logging.getLogger("logcount.bench")
 
 QUIX_VERSION = "3.28.1"  # its own venv: it pins confluent-kafka < 2.13, logcount needs >= 2.16
 _STOPPED = re.compile(r"stage stopped after \d+ batches: (\d+) records committed in ([\d.]+)s")
+_COMMIT = re.compile(r"batch \d+ committed: .* commit ([\d.]+)s$")
+# The partitions axis (issue #30): input topics shaped like production log topics. The
+# 4-partition figures are the main run's (logcount_eos, latency at trigger 0.5 s).
+PARTITION_AXIS = (4, 64, 256)
 # Generous ceilings: a contender that hangs fails the bench with its last output, never stalls it.
 RUN_TIMEOUT_S = 3600
 
@@ -140,8 +144,11 @@ class Bench:
         m = next((m for _, s in c.lines if (m := _STOPPED.search(s))), None)
         if m is None:
             raise DependencyError(f"{label}: no closing line; last output: {c.tail()}")
-        return self.record(label, c, int(m.group(1)), float(m.group(2)),
-                           phases.stage_checkpoints(c.timeline()))
+        run = self.record(label, c, int(m.group(1)), float(m.group(2)),
+                          phases.stage_checkpoints(c.timeline()))
+        commits = commit_seconds(c)
+        run["slowest_commit_s"] = max(commits) if commits else None
+        return run
 
     def log_shape(self, shape: str, n: int) -> str:
         """One log shape (formats/shapes.py) through the stage with its ready-made flags: its
@@ -169,11 +176,11 @@ class Bench:
             raise DependencyError(f"{c.argv[0]} {' '.join(c.argv[1:3])} exited {rc}: {c.tail()}")
 
     # -- latency and recovery -----------------------------------------------------------------
-    def latency(self, trigger: float, filler: list[bytes]) -> dict:
-        tag = f"lat{trigger:g}".replace(".", "_")
+    def latency(self, trigger: float, filler: list[bytes], partitions: int = 4) -> dict:
+        tag = f"lat{trigger:g}".replace(".", "_") + ("" if partitions == 4 else f"p{partitions}")
         topic = self.name(f"{tag}-in")
-        kafka_io.ensure_topic(kafka_io.admin(self.bootstrap), topic, 4)
-        data.write_topic(self.bootstrap, topic, filler[:1000], 4)
+        kafka_io.ensure_topic(kafka_io.admin(self.bootstrap), topic, partitions)
+        data.write_topic(self.bootstrap, topic, filler[:1000], partitions)
         c = self.child(f"latency_trigger_{trigger:g}", self.stage_argv(
             topic, tag, "--trigger-interval", str(trigger)))
         try:
@@ -184,7 +191,7 @@ class Bench:
             # pace; they are produced at the same rate but reported apart (`warmup_*`).
             warm = self.s.latency_warmup_seconds
             producer = RateProducer(self.bootstrap, topic, filler, self.s.latency_rate,
-                                    warm + self.s.latency_seconds, 4)
+                                    warm + self.s.latency_seconds, partitions)
             t0 = time.monotonic()
             producer.start()
             producer.join()
@@ -202,6 +209,7 @@ class Bench:
             return [(reader.seen[k] - producer.sent[k]) * 1000 for k in keys if k in reader.seen]
 
         measured = [k for k, t in producer.sent.items() if t >= t0 + warm]
+        commits = commit_seconds(c)[1:]  # the first batch is the warm-up's backlog
         warming = [k for k, t in producer.sent.items() if t < t0 + warm]
         lat, cold = ms(measured), ms(warming)
         result = {"trigger_interval_s": trigger, "probes": len(measured),
@@ -210,8 +218,11 @@ class Bench:
                   "p50": round(percentile(lat, 50), 1), "p99": round(percentile(lat, 99), 1),
                   "max": round(max(lat), 1) if lat else None,
                   "warmup_seconds": warm, "warmup_probes_seen": f"{len(cold)}/{len(warming)}",
-                  "warmup_p99": round(percentile(cold, 99), 1) if cold else None}
-        log.info("latency at trigger %gs: %s", trigger, result)
+                  "warmup_p99": round(percentile(cold, 99), 1) if cold else None,
+                  "input_partitions": partitions, "batches": len(commits),
+                  "commit_p99_ms": round(percentile([x * 1000 for x in commits], 99), 1)
+                  if commits else None}
+        log.info("latency at trigger %gs, %d partitions: %s", trigger, partitions, result)
         return result
 
     def recovery(self, filler: list[bytes]) -> dict:
@@ -252,6 +263,11 @@ def _run_parser():
     parser = argparse.ArgumentParser(add_help=False)
     add_arguments(parser, RunSettings)
     return parser
+
+
+def commit_seconds(c: Child) -> list[float]:
+    """Each committed batch's transaction time, from the stage's own batch lines."""
+    return [float(m.group(1)) for _, s in c.lines if (m := _COMMIT.search(s.rstrip()))]
 
 
 def committed_totals(bootstrap: str, topic: str) -> dict[str, int]:
@@ -324,7 +340,9 @@ def run_bench(s: BenchSettings) -> int:
     large = n * s.large_factor
     # records each step reads, for the progress bar: 2x produce, the contenders (the JVM tool
     # twice), scaling, RSS
-    steps = [n * 4, n * 2, n, n, quix_n, n, n, n, n, n, large, n * len(BENCH_SHAPES), large]
+    wide = [p for p in PARTITION_AXIS if p != 4]
+    steps = [n * 4, n * 2, n, n, quix_n, n, n, n, n, n, large, n * len(BENCH_SHAPES),
+             n * 2 * len(wide), large]
     progress = Progress(sum(steps), "bench")
     os.environ.setdefault("PYTHONPATH", str(home()))
     t_start = time.monotonic()
@@ -361,13 +379,18 @@ def run_bench(s: BenchSettings) -> int:
         progress.advance(large)
         shapes = {shape: b.log_shape(shape, n) for shape in BENCH_SHAPES}
         progress.advance(n * len(BENCH_SHAPES))
+        for p in wide:  # the partitions axis: the same lines, throughput then latency
+            data.write_topic(b.bootstrap, b.name(f"in-p{p}"), lines, p)
+            b.logcount(f"logcount_eos_p{p}", b.name(f"in-p{p}"))
+            progress.advance(n * 2)
         lat = {str(t): b.latency(t, lines) for t in (0.5, 1.0)}
+        lat_axis = {"4": lat["0.5"], **{str(p): b.latency(0.5, lines, p) for p in wide}}
         rec = b.recovery(lines)
         progress.advance(large)
     finally:
         progress.close()
     results = report.assemble(b.runs, lat, rec, n, large, quix_n, os.cpu_count() or 0,
-                              round(time.monotonic() - t_start), shapes)
+                              round(time.monotonic() - t_start), shapes, lat_axis)
     (b.out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     (b.out / "results.md").write_text(report.markdown(results))
     report.plot(results, b.out / "results.png")

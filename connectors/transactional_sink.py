@@ -150,6 +150,11 @@ class TransactionalSink:
             "linger.ms": 5,
         })
         conf.update(extra)
+        # librdkafka refuses socket.timeout.ms > transaction.timeout.ms + 100: a short
+        # transaction timeout (a test's 5-8 s) brings our network default down with it.
+        txn_ms = int(conf["transaction.timeout.ms"])
+        if "socket.timeout.ms" not in extra and int(conf["socket.timeout.ms"]) > txn_ms + 100:
+            conf["socket.timeout.ms"] = txn_ms
         self.producer = Producer(conf)
         self._crash = crash
 

@@ -307,6 +307,21 @@ class RunSettings(_Settings):
         default=4, metadata=opt("partitions of the input topic when the stage creates it",
                                 **AT_LEAST_1)
     )
+    # One partition each by default: the output is a table of minutes (a few hundred records a
+    # batch) and the DLQ a trickle; every partition a transaction writes to costs an
+    # AddPartitionsToTxn entry and a commit marker, so copying the input's count (256 on a
+    # production log topic) made one commit take seconds (issue #30). Only used when the stage
+    # creates the topic: an existing one is used as it is (a compacted table is never
+    # repartitioned: its keys would move to other partitions, and a reader could then take an
+    # older total in one partition for the last one).
+    output_partitions: int = field(
+        default=1, metadata=opt("partitions of the output topic when the stage creates it",
+                                **AT_LEAST_1)
+    )
+    dlq_partitions: int = field(
+        default=1, metadata=opt("partitions of the DLQ topic when the stage creates it",
+                                **AT_LEAST_1)
+    )
     max_malformed_per_batch: int = field(
         default=50_000,
         metadata=opt("malformed lines one batch may carry to the DLQ; past it the batch is cut",

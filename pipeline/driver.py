@@ -49,7 +49,13 @@ from formats.spark import check_regex
 from formats.spec import FormatError
 from pipeline.crash import CrashPoints
 from pipeline.job import BatchResult, MalformedRef, compute_batch
-from pipeline.offsets import OffsetRange, batch_cap, plan_ranges, resolve_starts
+from pipeline.offsets import (
+    OffsetRange,
+    batch_cap,
+    offsets_to_send,
+    plan_ranges,
+    resolve_starts,
+)
 from pipeline.spark import SessionStart, connector_jars, under_spark_submit
 from pipeline.state import (
     CLAIM_KEY,
@@ -88,6 +94,11 @@ SPARK_START_WAIT_S = 60.0
 # DescribeTopics per 30 s is nothing, and a batch planned meanwhile is caught by the offset check
 # (a recreated log is behind the state) or by this one before the next.
 TOPIC_ID_CHECK_S = 30.0
+# A transaction sends the group offsets that moved, and every partition's once an hour (and at a
+# process's first commit): an empty group's committed offset expires offsets.retention.minutes
+# (7 days by default) after it was last committed, so an input partition idle for a week would
+# lose its offset; an hourly refresh is one larger TxnOffsetCommit an hour.
+GROUP_OFFSETS_REFRESH_S = 3600.0
 # A hung librdkafka call (connectors/transactional_sink.py HANG_GRACE_S) makes the stage replace
 # its Kafka clients, as a restart would but keeping the Spark session, once it has seen that its
 # own claim is still the last (Stage.recover_clients). A fourth hang before any batch has
@@ -199,6 +210,7 @@ class Stage:
         self.progress: Progress | None = None
         self.state: StageState
         self.commit_due = False  # set by start_state: commit before the first batch
+        self.all_offsets_sent_at: float | None = None  # see GROUP_OFFSETS_REFRESH_S
         self.pending_records: list[tuple[bytes, bytes | None]] = []  # tombstones from start
 
     # -- start-up ------------------------------------------------------------------------------
@@ -206,12 +218,15 @@ class Stage:
         """Create what is missing; refuse an output or state topic that deletes by time."""
         s, adm, rf = self.s, self.admin, self.s.replication_factor
         kafka_io.ensure_topic(adm, s.input_topic, s.input_partitions, None, rf)
-        parts = len(kafka_io.partitions_of(adm, s.input_topic) or [1])
-        kafka_io.ensure_topic(adm, s.output_topic, parts, {"cleanup.policy": "compact"}, rf)
+        # Output and DLQ partitions are for what they hold, not copied from the input (see
+        # RunSettings.output_partitions); existing topics are used as they are.
+        kafka_io.ensure_topic(adm, s.output_topic, s.output_partitions,
+                              {"cleanup.policy": "compact"}, rf)
         kafka_io.require_compacted(adm, s.output_topic)
         kafka_io.ensure_topic(adm, self.state_topic, 1, state_topic.STATE_TOPIC_CONFIG, rf)
         kafka_io.require_compacted(adm, self.state_topic, "state")
-        kafka_io.ensure_topic(adm, s.dlq_topic, parts, {"retention.ms": DLQ_RETENTION_MS}, rf)
+        kafka_io.ensure_topic(adm, s.dlq_topic, s.dlq_partitions,
+                              {"retention.ms": DLQ_RETENTION_MS}, rf)
 
     def group_consumer(self) -> Consumer:
         """A consumer that never subscribes: it reads the group's committed offsets and lends its
@@ -318,6 +333,7 @@ class Stage:
         except BaseException:
             self.close(sink, consumer)
             raise
+        self.all_offsets_sent_at = None  # the first commit of these clients sends them all
         return sink, consumer
 
     def let_go(self, sink, consumer, hung: HungClientError) -> None:
@@ -446,18 +462,26 @@ class Stage:
             raise _Retry("the Spark job", exc) from exc
 
     def publish(self, sink, consumer: Consumer, result: BatchResult, change: Change) -> None:
-        """ONE transaction: totals, DLQ records, state records and every partition's offset
-        (so the group's offsets mirror the state, and an idle partition's never expire)."""
+        """ONE transaction: totals, DLQ records, state records and the group offsets that moved
+        (all of them hourly, GROUP_OFFSETS_REFRESH_S), so the group's offsets mirror the state.
+        Only partitions written to join the transaction: the touched minutes' output partitions,
+        the DLQ's when there is garbage, the state topic's one."""
         s = self.s
         records = [output_record(s.output_topic, minute_text(m), n, self.fmt.level_label)
                    for m, n in sorted(change.updates.items())]
         records += [dlq_record(s.dlq_topic, s.input_topic, ref) for ref in result.malformed]
         records += [OutRecord(self.state_topic, k, v) for k, v in change.state_records]
-        tps = [TopicPartition(s.input_topic, p, off) for p, off in sorted(change.offsets.items())]
+        now = time.monotonic()
+        everything = (self.all_offsets_sent_at is None
+                      or now - self.all_offsets_sent_at >= GROUP_OFFSETS_REFRESH_S)
+        send = offsets_to_send(change.offsets, self.state.offsets, everything)
+        tps = [TopicPartition(s.input_topic, p, off) for p, off in sorted(send.items())]
         try:
             sink.commit(records, tps, consumer.consumer_group_metadata())
         except AbortableKafkaError as exc:
             raise _Retry("the transaction", exc) from exc
+        if everything:
+            self.all_offsets_sent_at = now
 
     # -- metrics -------------------------------------------------------------------------------
     def observe(self, result: BatchResult, change: Change, spark_s: float,

@@ -37,6 +37,22 @@ RAW_PREFIX_BYTES = 256
 # 10k offsets 0.251 -> 0.192 s, 50k 0.292 -> 0.274, 100k 0.343 -> 0.341, 200k 0.452 -> 0.543.
 # Batches when caught up (latency) and a process's first batch (2k) are below it.
 SINGLE_TASK_MAX_RECORDS = 50_000
+# A larger batch gets at most this many tasks per core, however many partitions it spans. Spark
+# makes one task per Kafka partition range: a 256-partition topic's batch was 256 tasks on 2
+# cores, each a scheduling round trip, a consumer from the pool and a code-generated projection
+# (issue #30). Two per core keeps every core busy when ranges differ in size; each task reads its
+# ranges one after another (coalesce, no shuffle). A 4-partition topic keeps its 4 tasks.
+TASKS_PER_CORE = 2
+
+
+def task_count(ranges: Sequence[OffsetRange], parallelism: int,
+               single_task_max: int = SINGLE_TASK_MAX_RECORDS) -> int | None:
+    """How many tasks read `ranges` (pure): 1 for a small batch, else at most TASKS_PER_CORE
+    per core; None when Spark's one task per range is already no more than that."""
+    if sum(r.size for r in ranges) <= single_task_max:
+        return 1
+    most = TASKS_PER_CORE * max(1, parallelism)
+    return most if len(ranges) > most else None
 
 @dataclass(frozen=True)
 class MalformedRef:
@@ -182,16 +198,18 @@ def compute_batch(spark, bootstrap: str, topic: str, ranges: Sequence[OffsetRang
     """Run the batch's Spark job; return counts, malformed references and the final ranges.
 
     `late_before` (a minute index or None): counted lines of earlier minutes are late.
-    Ranges of at most `single_task_max` offsets in all are one task (see SINGLE_TASK_MAX_RECORDS);
-    the result is the same either way."""
+    Ranges of at most `single_task_max` offsets in all are one task (see SINGLE_TASK_MAX_RECORDS),
+    and many ranges a few tasks (TASKS_PER_CORE); the result is the same either way."""
     if not ranges:
         return BatchResult()
     per_part = max(1, max_malformed // len(ranges))
+    parallelism = spark.sparkContext.defaultParallelism
 
     def aggregate(rs: Sequence[OffsetRange]) -> list:
         df = read_ranges(spark, bootstrap, topic, rs, kafka_options or {})
-        if sum(r.size for r in rs) <= single_task_max:
-            df = df.coalesce(1)
+        tasks = task_count(rs, parallelism, single_task_max)
+        if tasks is not None:
+            df = df.coalesce(tasks)
         # A range no longer than its share cannot hold more malformed lines than the share, so
         # it needs no numbering: without the window (a sort and a stage of its own) the plan is
         # smaller. That is every batch of a stage that keeps up, and a process's first (2k):

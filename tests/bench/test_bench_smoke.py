@@ -11,7 +11,7 @@ import json
 import pytest
 
 from bench.report import CONTENDERS
-from bench.runner import BENCH_SHAPES
+from bench.runner import BENCH_SHAPES, PARTITION_AXIS
 from tests.helpers import cli
 
 pytestmark = pytest.mark.bench
@@ -52,7 +52,14 @@ def test_bench_harness_end_to_end(endpoints, tmp_path):
     assert set(results["formats"]) == set(BENCH_SHAPES)
     for shape in BENCH_SHAPES:
         assert runs[f"logcount_fmt_{shape}"]["records"] == LINES, shape
-    assert results["cores"] >= 1 and len(results["goals"]) == 8 + len(BENCH_SHAPES)
+    # The partitions axis (issue #30): every width read every line, its probes all seen.
+    for p in PARTITION_AXIS:
+        if p != 4:
+            assert runs[f"logcount_eos_p{p}"]["records"] == LINES, p
+        row = results["partitions"][str(p)]
+        assert row["latency_p99_ms"] > 0 and row["commit_p99_ms"] > 0, (p, row)
+        assert row["probes"] >= 50 and row["probes_seen"] == row["probes"], (p, row)
+    assert results["cores"] >= 1 and len(results["goals"]) == 8 + len(BENCH_SHAPES) + 3
 
     assert (out / "results.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     md = (out / "results.md").read_text()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.chaos.harness import config_from_env, run_chaos
+from tests.chaos.harness import ChaosConfig, config_from_env, run_chaos
 
 pytestmark = pytest.mark.chaos
 
@@ -35,3 +35,19 @@ def test_chaos_at_least_once_is_caught_over_counting(embedded, names, mysql_db, 
     print(report.summary(cfg.delivery))
     assert not report.ok
     assert report.duplicated > 0, "at-least-once replays must show up as over-counting"
+
+
+def test_chaos_at_256_partitions_with_stage_sigkills_is_exact(embedded, names, mysql_db,
+                                                              tmp_path):
+    """A production-shaped input (256 partitions, most batches touching all of them) under stage
+    SIGKILLs and crash points at the worst moments, and sink kills (issue #30): a batch's
+    transaction carries only the partitions it wrote and the offsets that moved, and every
+    restart's first commit sends all 256 offsets; the checker must still find it exact."""
+    cfg = ChaosConfig(lines=60_000, partitions=256, stage_sigkills=5, stage_sigterms=1,
+                      stage_crash_points=2, sink_sigkills=2, broker_bounces=0, mysql_restarts=0,
+                      batch=10_000, duration_s=150.0, seed=30)
+    report = run_chaos(embedded, names, mysql_db, cfg, tmp_path)
+    print(report.summary(f"{cfg.delivery}, 256 partitions"))
+    assert report.faults["stage_sigkill"] + report.faults["stage_crash_point"] >= 5
+    assert report.ok, report.summary(cfg.delivery)
+    assert report.lost == report.duplicated == 0

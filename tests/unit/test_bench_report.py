@@ -126,3 +126,18 @@ def test_one_checkpoint_has_a_cold_start_and_no_steady_state():
     assert phases.split([(4.2, 20_000)])["cold_start_s"] == 4.2
     assert phases.split([(4.2, 20_000)])["steady_lines_per_s"] is None
     assert phases.split([])["cold_start_s"] is None
+
+
+def test_the_partitions_axis_is_judged_widest_against_four_at_its_edges():
+    def judged(tp256: int, commit: float, lat256: float) -> list[bool]:
+        runs = {"logcount_eos": {**_run(1000), "slowest_commit_s": 0.2},
+                "logcount_eos_p256": {**_run(tp256), "slowest_commit_s": 0.3}}
+        lat = {"4": {"p99": 200.0, "commit_p99_ms": 40.0, "rate_lines_per_s": 20000},
+               "256": {"p99": lat256, "commit_p99_ms": commit, "rate_lines_per_s": 20000}}
+        table = report.partitions_table(runs, lat)
+        assert table["256"]["slowest_commit_s"] == 0.3 and table["4"]["latency_p99_ms"] == 200
+        return [g["met"] for g in report._wide_goals(table)]
+
+    assert judged(800, 250.0, 250.0) == [True, True, True]
+    assert judged(799, 250.1, 250.5) == [False, False, False]
+    assert report._wide_goals({"4": {}}) == [], "no axis run: no such goals"

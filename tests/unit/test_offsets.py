@@ -1,9 +1,11 @@
 import pytest
 
+from pipeline.job import TASKS_PER_CORE, task_count
 from pipeline.offsets import (
     FIRST_BATCH_RECORDS,
     OffsetRange,
     batch_cap,
+    offsets_to_send,
     plan_ranges,
     resolve_starts,
 )
@@ -60,3 +62,20 @@ def test_the_first_batch_is_small_and_the_cap_grows_to_the_configured_one():
 
 def test_a_configured_cap_below_the_first_batch_is_kept_from_the_start():
     assert [batch_cap(n, 700) for n in range(3)] == [700, 700, 700]
+
+
+def test_only_moved_group_offsets_are_sent_unless_all_are_due():
+    old = {p: 100 for p in range(512)}
+    new = {**old, 7: 150, 300: 101, 512: 0}  # two moved, one new partition
+    assert offsets_to_send(new, old, everything=False) == {7: 150, 300: 101, 512: 0}
+    assert offsets_to_send(new, old, everything=True) == new
+    assert offsets_to_send(old, old, everything=False) == {}
+
+
+def test_many_ranges_become_a_few_tasks_and_small_batches_one():
+    many = [OffsetRange(p, 0, 1000) for p in range(256)]  # 256k offsets
+    assert task_count(many, parallelism=2) == 2 * TASKS_PER_CORE
+    assert task_count(many[:40], parallelism=2, single_task_max=50_000) == 1
+    four = [OffsetRange(p, 0, 500_000) for p in range(4)]
+    assert task_count(four, parallelism=2) is None, "4 ranges on 2 cores keep their 4 tasks"
+    assert task_count(four, parallelism=1) == TASKS_PER_CORE
