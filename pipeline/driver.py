@@ -340,8 +340,10 @@ class Stage:
         """A librdkafka call hung: let go of the clients (closed on threads of their own, which
         may never return), and count it; one hang too many is the stage's exit."""
         self.metrics.hung_calls.labels(call=hung.call or "unknown").inc()
-        sink.abandon()
-        threading.Thread(target=_best_effort, args=(consumer.close,), daemon=True).start()
+        if sink is not None:  # None: the hang was in replacing them (kafka_clients closed them)
+            sink.abandon()
+        if consumer is not None:
+            threading.Thread(target=_best_effort, args=(consumer.close,), daemon=True).start()
         self.hangs += 1
         if self.hangs > MAX_HANGS_WITHOUT_COMMIT:
             raise hung
