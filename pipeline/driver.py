@@ -323,13 +323,14 @@ class Stage:
             sink = AtLeastOnceSink(s.bootstrap_servers, consumer, self.extra, self.crash)
         try:
             sink.init()  # fences a predecessor first: only then is the state settled
+            self.start_state(consumer)  # may refuse the start: then nothing is published
             if isinstance(sink, TransactionalSink):
-                # At once, before anything slower: the sooner the claim is in the state topic,
-                # the narrower the window in which a predecessor that hung could miss it.
+                # Next, before the Spark job: the sooner the claim is in the state topic, the
+                # narrower the window in which a predecessor that hung could miss it (the state
+                # read before it takes a fraction of a second).
                 value = claim_value(self.instance, socket.gethostname(), os.getpid(),
                                     datetime.now(UTC).isoformat(timespec="seconds"))
                 sink.commit([OutRecord(self.state_topic, CLAIM_KEY, value)], [], None)
-            self.start_state(consumer)
         except BaseException:
             self.close(sink, consumer)
             raise

@@ -10,6 +10,7 @@ transaction as the totals it describes, so the two can never disagree:
     key b"totals/YYYY-MM-DD HH"  the hour's minutes and totals (pipeline.totals.encode_hour)
     key b"claim"                 JSON: the instance that last took the transactional id, written
                                  in a transaction of its own right after its init_transactions
+                                 and the start check
 The group's committed offsets (sent in that transaction too) are a mirror for lag monitors and
 `kafka-consumer-groups`, never the source: `check_start` compares them and repairs or refuses.
 """
