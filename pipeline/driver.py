@@ -236,13 +236,18 @@ class Stage:
             "enable.auto.commit": False,
         }))
 
+    def read_state_table(self) -> dict[bytes, bytes]:
+        """The state topic's last value per key (the reader's group sits under the stage's)."""
+        s = self.s
+        return state_topic.read_table(self.admin, s.bootstrap_servers, self.state_topic,
+                                      self.extra, f"{s.group_id}-state-reader")
+
     def start_state(self, consumer: Consumer) -> None:
         """Read the state back and check it against the cluster. Runs after init_transactions:
         a predecessor's open transaction is aborted, so state and group offsets are settled."""
         s, adm = self.s, self.admin
         t0 = time.monotonic()
-        table = state_topic.read_table(adm, s.bootstrap_servers, self.state_topic, self.extra,
-                                       f"{s.group_id}-state-reader")
+        table = self.read_state_table()
         progress, hours = decode_records(table, self.state_topic)
         parts = kafka_io.partitions_of(adm, s.input_topic) or []
         ids = kafka_io.existing_topic_ids(adm, [s.input_topic, s.output_topic])
@@ -362,9 +367,7 @@ class Stage:
         nothing in memory from before the hang is trusted. Returns sink, consumer."""
         s = self.s
         if s.delivery == "exactly-once":
-            table = state_topic.read_table(self.admin, s.bootstrap_servers, self.state_topic,
-                                           self.extra, f"{s.group_id}-state-reader")
-            holder = claimant(table)
+            holder = claimant(self.read_state_table())
             if holder != self.instance:
                 raise TakenOverError(
                     f"another instance ({holder or 'unknown'}) took transactional id {s.txn_id} "

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
 import json
 import os
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -26,18 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from core.paths import home
+from tests.secured.cluster import die_with_parent  # the nodes' own: killed with the tests
 
 HOST = "127.0.0.1"
 _STREAMS = (("up", "upstream"), ("down", "downstream"))
 
-_PR_SET_PDEATHSIG = 1
-_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
-_SIGKILL = int(signal.SIGKILL)
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec: nothing but prctl
-    if _LIBC is not None:
-        _LIBC.prctl(_PR_SET_PDEATHSIG, _SIGKILL)
 
 
 def binary() -> Path | None:
@@ -155,7 +146,7 @@ class Toxiproxy:
             self.proc = subprocess.Popen(
                 [str(exe), "-host", HOST, "-port", str(self.port)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True, preexec_fn=_die_with_parent if in_main else None)
+                start_new_session=True, preexec_fn=die_with_parent if in_main else None)
         atexit.register(self.stop)
         deadline = time.monotonic() + timeout
         while True:

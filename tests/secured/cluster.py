@@ -212,7 +212,7 @@ _LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") el
 _SIGKILL = int(signal.SIGKILL)
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec: nothing but prctl
+def die_with_parent() -> None:  # runs in the child between fork and exec: nothing but prctl
     if _LIBC is not None:
         _LIBC.prctl(_PR_SET_PDEATHSIG, _SIGKILL)
 
@@ -632,7 +632,7 @@ Configuration:
                 start_new_session=True,
                 # PR_SET_PDEATHSIG fires when the *thread* that forked exits: only the main
                 # thread lives as long as the test process.
-                preexec_fn=_die_with_parent if in_main else None,
+                preexec_fn=die_with_parent if in_main else None,
             )
         (node.dir / "pid").write_text(str(node.proc.pid))
 
