@@ -5,16 +5,20 @@
 #           stand-in images when Docker Hub cannot be reached), starts docker/compose.yaml from
 #           scratch, waits until error_log equals the generator's expectation, prints the table and
 #           the verdict, and exits 0 when they are equal. The demo keeps running (the reader, the
-#           metrics on :9108 and :9109, the Spark UI on :8080) until `down`.
-#   status  the services, and the table against the expectation now.
+#           stage's and the sink's metrics, the Spark UI, at the URLs it prints) until `down`.
+#   status  the services, their URLs, and the table against the expectation now.
 #   down    stops and removes the demo (containers, network, volumes), and the Docker engine if
 #           `up` started it.
 #   compose ARGS...  docker compose with the files `up` chose, e.g. `compose logs -f reader`.
 #
-# Exit status: 0 done (for `up`: the table equals the expectation), 1 failed, 2 usage, 3 no Docker
+# Exit status: 0 done (for `up`: the table equals the expectation), 1 failed (a host port the
+# user chose is taken, say), 2 usage (or a LOGCOUNT_DEMO_*_PORT that is not a port), 3 no Docker
 # engine can be started on this machine (the docker test tier skips on it).
 # Environment: LOGCOUNT_DOCKER_STANDINS=1 uses the stand-ins even when Docker Hub answers (=0:
-# never); LOGCOUNT_DOCKER_WAIT (default 900) bounds the wait for the verdict, in seconds.
+# never); LOGCOUNT_DOCKER_WAIT (default 900) bounds the wait for the verdict, in seconds;
+# LOGCOUNT_DEMO_SPARK_UI_PORT, LOGCOUNT_DEMO_STAGE_METRICS_PORT and
+# LOGCOUNT_DEMO_SINK_METRICS_PORT choose the host ports (on 127.0.0.1) of the Spark UI and the
+# metrics; unset, Docker picks free ones, and `up` and `status` print them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,6 +43,106 @@ timed() {  # timed LABEL COMMAND...: run it, and say how long it took
   local label=$1 t0=$SECONDS; shift
   "$@"
   say "$label: $((SECONDS - t0)) s"
+}
+
+# --- 0. Host ports ------------------------------------------------------------------------------
+# What docker/compose.yaml publishes on the host, for the user only (the services talk over the
+# demo's own network): service:container port:the variable that chooses the host port:path:what.
+# tests/unit/test_compose.py holds this list and the compose file to each other.
+PUBLISHED=(
+  "spark-master:8080:LOGCOUNT_DEMO_SPARK_UI_PORT:/:the Spark UI"
+  "stage:9108:LOGCOUNT_DEMO_STAGE_METRICS_PORT:/metrics:the stage's metrics"
+  "sink:9109:LOGCOUNT_DEMO_SINK_METRICS_PORT:/metrics:the sink's metrics"
+)
+
+port_taken() {  # port_taken PORT: something accepts connections on 127.0.0.1:PORT
+  # A connection rather than a test bind: it needs no privileges (ports below 1024), and it
+  # reaches exactly the listeners that Docker's bind of 127.0.0.1:PORT collides with (0.0.0.0,
+  # 127.0.0.1, a dual-stack [::]). A refused connection on loopback is immediate.
+  timeout 3 bash -c 'exec 3<> "/dev/tcp/127.0.0.1/$1"' _ "$1" 2> /dev/null
+}
+
+port_holder() {  # port_holder PORT: "NAME (pid N)" listening on PORT, when this user can see it
+  local users inode fd pid
+  users=$(ss -Hltnp "sport = :$1" 2> /dev/null | grep -o 'users:(("[^"]*",pid=[0-9]*' | head -1) \
+    || true
+  if [ -n "$users" ]; then
+    local name=${users#users:((\"}
+    echo "${name%%\"*} (pid ${users##*pid=})"
+    return 0
+  fi
+  # No ss, or it shows no process: the listening socket's inode, then the process with that fd.
+  inode=$(awk -v port=":$(printf '%04X' "$1")" '$4 == "0A" && substr($2, length($2) - 4) == port \
+    { print $10; exit }' /proc/net/tcp /proc/net/tcp6 2> /dev/null) || true
+  [ -n "$inode" ] && [ "$inode" != 0 ] || return 1
+  fd=$(find /proc/[0-9]*/fd -maxdepth 1 -lname "socket:\[$inode\]" -print -quit 2> /dev/null) \
+    || true
+  [ -n "$fd" ] || return 1
+  pid=${fd#/proc/}
+  pid=${pid%%/*}
+  echo "$(cat "/proc/$pid/comm" 2> /dev/null || echo '?') (pid $pid)"
+}
+
+taken_line() {  # taken_line PORT [VAR WHAT]: "host port P (VAR: WHAT) is taken by X; ..."
+  local by
+  by=$(port_holder "$1") && by="by $by" || by="(by a process this user cannot see)"
+  if [ -z "${2:-}" ]; then printf 'host port %s is taken %s' "$1" "$by"; return; fi
+  printf 'host port %s (%s: %s) is taken %s; %s' "$1" "$2" "$3" "$by" \
+    "choose another with $2=PORT, or unset it for a free one"
+}
+
+check_ports() {  # every host port the user chose is a port, chosen once, and free
+  local entry svc cport var path what port ours=
+  local -A chosen=()
+  for entry in "${PUBLISHED[@]}"; do
+    IFS=: read -r svc cport var path what <<< "$entry"
+    port=${!var:-}
+    [ -n "$port" ] || continue
+    if ! [[ $port =~ ^[0-9]{1,5}$ ]] || [ "$port" -lt 1 ] || [ "$port" -gt 65535 ]; then
+      printf 'docker-demo: error: %s=%s is not a port (%s)\n' "$var" "$port" \
+        "1-65535; unset: Docker picks a free one" >&2
+      exit 2
+    fi
+    [ -z "${chosen[$port]:-}" ] \
+      || die "host port $port is chosen twice: ${chosen[$port]} and $var"
+    chosen[$port]=$var
+    port_taken "$port" || continue
+    # This demo's own from an earlier `up` is fine: `up` takes the old demo down first. Asked
+    # of the engine only when a port is taken, and only if one already answers.
+    [ -n "$ours" ] || ours=$(docker ps --filter label=com.docker.compose.project=logcount \
+      --format '{{.Ports}}' 2> /dev/null || true)
+    [[ $ours != *":$port->"* ]] || continue
+    die "$(taken_line "$port" "$var" "$what")"
+  done
+}
+
+up_failed() {  # after a failed `compose up`: one line that names a taken port, when that was it
+  local addr port entry svc cport var path what chose= chose_what=
+  addr=$(grep -m1 -E 'address already in use|port is already allocated' "$state/up.log" \
+    | grep -oE '([0-9]{1,3}\.){3}[0-9]{1,3}:[0-9]+' | head -1) || true
+  [ -n "$addr" ] || die "compose up failed (log: $state/up.log)"
+  port=${addr##*:}
+  for entry in "${PUBLISHED[@]}"; do
+    IFS=: read -r svc cport var path what <<< "$entry"
+    [ "${!var:-}" != "$port" ] || { chose=$var; chose_what=$what; }
+  done
+  # Without a variable that chose it, Docker chose it: taken in the moment between its choice
+  # and its bind. Another `up` chooses again.
+  [ -n "$chose" ] \
+    || die "compose up failed: $(taken_line "$port") (a port Docker chose; run up again)"
+  die "compose up failed: $(taken_line "$port" "$chose" "$chose_what")"
+}
+
+urls() {  # the URLs of the published ports, as Docker has them now
+  local entry svc cport var path what addr
+  for entry in "${PUBLISHED[@]}"; do
+    IFS=: read -r svc cport var path what <<< "$entry"
+    # Empty while the container is not running; a restarted container gets a new port unless
+    # a variable chose it.
+    addr=$(compose port "$svc" "$cport" 2> /dev/null) || true
+    [ -n "$addr" ] && say "$(printf '%-20s http://%s%s' "$what:" "$addr" "$path")"
+  done
+  return 0
 }
 
 # --- 1. The engine --------------------------------------------------------------------------
@@ -152,6 +256,8 @@ compose() {  # compose ARGS...: docker/compose.yaml, plus the stand-ins when `up
 
 up() {
   local t0=$SECONDS
+  # Before anything is installed or started: a taken port is one line, not a failed `compose up`.
+  check_ports
   timed "engine" engine_up
   local t=$SECONDS
   COMPOSE=$(compose_bin)
@@ -171,8 +277,9 @@ up() {
   say "starting the demo"
   t=$SECONDS
   compose up --detach --quiet-pull > "$state/up.log" 2>&1 \
-    || { cat "$state/up.log" >&2; compose ps -a >&2; die "compose up failed"; }
+    || { cat "$state/up.log" >&2; compose ps -a >&2; up_failed; }
   say "compose up: $((SECONDS - t)) s"
+  urls
   say "waiting for error_log to equal the generator's expectation (at most $wait_s s)"
   local rc=0
   t=$SECONDS
@@ -184,15 +291,17 @@ up() {
     say "the demo is left running for a look: '$0 status', '$0 down'"
     return 1
   fi
-  say "running: metrics on http://localhost:9108/metrics (stage) and :9109 (sink), Spark UI on" \
-      "http://localhost:8080, the reader in '${COMPOSE} -f docker/compose.yaml logs -f reader';" \
-      "'$0 down' stops it"
+  urls
+  say "running: the reader in '$0 compose logs -f reader'; '$0 status' prints the URLs" \
+      "again (a container that restarts gets a new port unless a LOGCOUNT_DEMO_*_PORT chose" \
+      "it); '$0 down' stops it"
 }
 
 status() {
   docker info > /dev/null 2>&1 || { say "the Docker engine is not running"; return 1; }
   COMPOSE=$(compose_bin)
   compose ps -a
+  urls
   compose run --rm -T check --timeout 0
 }
 

@@ -1,8 +1,10 @@
 """The docker tier: the docker demo as a user runs it, and the fixtures' testcontainers path.
 
-`scripts/docker-demo.sh up` from scratch (engine, Compose, images, `docker/compose.yaml`), then
-the table is checked against an expectation recomputed here with the independent parser of
-tests/reference.py, the metrics of the stage and the sink, and the reader's output. Then the stage
+`scripts/docker-demo.sh up` from scratch (engine, Compose, images, `docker/compose.yaml`) on a
+busy machine: host ports 8080, 9108 and 9109 (the ones the demo used to publish) are held by this
+module for the whole run. Then the table is checked against an expectation recomputed here with
+the independent parser of tests/reference.py, the Spark UI at the URL `up` printed, the metrics of
+the stage and the sink at the ports Docker chose, and the reader's output. Then the stage
 is killed twice while a second load arrives (`docker kill`, which an operator restarts, and a
 SIGKILL of its process, which the restart policy restarts) and the table must be exact again.
 With the engine up, the integration tier's core runs through testcontainers on the same images.
@@ -12,8 +14,11 @@ can be started.
 
 from __future__ import annotations
 
+import errno
+import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -34,6 +39,7 @@ SCRIPT = ROOT / "scripts" / "docker-demo.sh"
 SERVICES = yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text())["services"]
 NO_ENGINE = 3  # the script's exit status for "no Docker engine can be started here"
 SECOND_LOAD = (60_000, 8)  # lines, seed: arrives while the stage is being killed
+HELD_PORTS = (8080, 9108, 9109)  # the host ports the demo published before Docker chose them
 
 
 def _generator_load() -> tuple[int, int]:
@@ -52,8 +58,10 @@ def _expected(*loads: tuple[int, int]) -> dict[str, int]:
 
 
 def script(*args: str, timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run([str(SCRIPT), *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout)
+    # As a user runs it: no LOGCOUNT_DEMO_*_PORT, so Docker chooses the host ports.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOGCOUNT_DEMO_")}
+    proc = subprocess.run([str(SCRIPT), *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=timeout)
     if check and proc.returncode != 0:
         raise AssertionError(f"docker-demo.sh {' '.join(args)} exited {proc.returncode}:\n"
                              f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
@@ -87,8 +95,12 @@ def metrics(port: int) -> dict[str, float]:
             if not s.labels}
 
 
-def _published_port(service: str) -> int:
-    return int(SERVICES[service]["ports"][0].split(":")[0])
+def host_port(service: str) -> int | None:
+    """The host port of the service's published port, as Docker has it now: None while the
+    container is not running, and a new one after each restart (Docker chooses again)."""
+    container_port = SERVICES[service]["ports"][0].rsplit(":", 1)[1]
+    out = compose("port", service, container_port, check=False).strip()
+    return int(out.rsplit(":", 1)[1]) if out else None
 
 
 def container_state(service: str) -> dict:
@@ -100,7 +112,35 @@ def container_state(service: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def demo():
+def busy_ports():
+    """Listen on the ports a demo would like, on every address, for the module's whole run (as a
+    Spark master, Jenkins or a dev server would). One that something else already holds is just
+    as busy."""
+    held = []
+    for port in HELD_PORTS:
+        sock = socket.socket()
+        # A connection of an earlier run in TIME_WAIT must not stop the hold; a listener does.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("0.0.0.0", port))
+            sock.listen()
+            held.append(sock)
+        except OSError as exc:
+            sock.close()
+            if exc.errno != errno.EADDRINUSE:
+                raise
+    try:
+        yield HELD_PORTS
+    finally:
+        for sock in held:
+            sock.close()
+
+
+@pytest.fixture(scope="module")
+def demo(busy_ports):
+    for port in busy_ports:  # held by the fixture, or by something else: busy either way
+        with socket.socket() as probe:
+            assert probe.connect_ex(("127.0.0.1", port)) == 0, f"port {port} is not busy"
     up = script("up", timeout=45 * 60, check=False)
     if up.returncode == NO_ENGINE:
         script("down", check=False)
@@ -120,13 +160,28 @@ def test_up_from_scratch_ends_with_the_table_equal_to_the_expectation(demo):
     assert table() == _expected(_generator_load())
 
 
+def test_the_spark_ui_is_at_the_url_up_printed_not_on_the_busy_port(demo, busy_ports):
+    url = re.search(r"the Spark UI: +(http://127\.0\.0\.1:(\d+)/)", demo.stdout)
+    assert url, demo.stdout[-3000:]
+    assert int(url.group(2)) not in busy_ports
+    with urllib.request.urlopen(url.group(1) + "json/", timeout=10) as r:
+        master = json.load(r)
+    assert master["status"] == "ALIVE"
+    assert "ALIVE" in [w["state"] for w in master["workers"]]
+    for service in ("stage", "sink"):
+        printed = re.search(rf"the {service}'s metrics: +http://127\.0\.0\.1:(\d+)/metrics",
+                            demo.stdout)
+        assert printed, demo.stdout[-3000:]
+        assert int(printed.group(1)) not in busy_ports
+
+
 def test_the_metrics_of_the_stage_and_the_sink(demo):
     n, _ = _generator_load()
-    stage = metrics(_published_port("stage"))
+    stage = metrics(host_port("stage"))
     assert stage["logcount_records_read_total"] == n
     assert stage["logcount_batches_committed_total"] >= 1
     assert stage["logcount_malformed_records_total"] > 0  # the generator writes ~1 % malformed
-    sink = metrics(_published_port("sink"))
+    sink = metrics(host_port("sink"))
     assert sink["logcount_sink_records_applied_total"] >= 1
     assert sink["logcount_sink_batches_written_total"] >= 1
 
@@ -154,7 +209,8 @@ def test_a_killed_stage_restarts_and_the_table_is_exact_again(demo):
     # A crash: the process dies under the stage's feet (as the OOM killer would), while it is
     # catching up on the second load; `restart: on-failure` brings it back.
     before = container_state("stage")
-    wait_until(lambda: _answers(_published_port("stage")), 180, "the restarted stage's /healthz")
+    # Asked each time: the restarted container has a new host port.
+    wait_until(lambda: _answers(host_port("stage")), 180, "the restarted stage's /healthz")
     os.kill(before["pid"], 9)
     wait_until(lambda: container_state("stage")["restarts"] > before["restarts"], 120,
                "the restart policy to restart the stage")
@@ -165,7 +221,9 @@ def test_a_killed_stage_restarts_and_the_table_is_exact_again(demo):
     assert table() == expected
 
 
-def _answers(port: int) -> bool:
+def _answers(port: int | None) -> bool:
+    if port is None:
+        return False
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=3):
             return True

@@ -6,7 +6,12 @@ file in step with the CLI, the image and the CI override without a Docker engine
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import socket
+import stat
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -22,6 +27,10 @@ COMPOSE = yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text())
 SERVICES = COMPOSE["services"]
 CI = yaml.safe_load((ROOT / "docker" / "compose.ci.yaml").read_text())["services"]
 CLASSES = {"run": st.RunSettings, "sink": st.SinkSettings, "produce": st.ProduceSettings}
+SCRIPT = ROOT / "scripts" / "docker-demo.sh"
+# A published port: on 127.0.0.1, at the host port the user's variable chooses, else (empty) one
+# Docker finds free.
+PORT_SPEC = re.compile(r"127\.0\.0\.1:\$\{(LOGCOUNT_DEMO_[A-Z_]+_PORT):-\}:(\d+)")
 
 
 def _logcount_services():
@@ -73,8 +82,42 @@ def test_the_services_agree_with_each_other():
     assert stage.master == f"spark://{host}:{port}"
     assert SERVICES["spark-worker"]["command"][1] == stage.master
     assert stage_env["LOGCOUNT_SPARK_DRIVER_HOST"] == SERVICES["stage"]["hostname"]
-    assert f"{stage.metrics_port}:{stage.metrics_port}" in SERVICES["stage"]["ports"]
-    assert f"{sink.metrics_port}:{sink.metrics_port}" in SERVICES["sink"]["ports"]
+    published = _published()
+    assert published["stage"][1] == stage.metrics_port
+    assert published["sink"][1] == sink.metrics_port
+    assert published["spark-master"][1] == int(master[master.index("--webui-port") + 1])
+
+
+def _published() -> dict[str, tuple[str, int]]:
+    """service: (the variable that chooses its host port, the container port)."""
+    out = {}
+    for name, svc in SERVICES.items():
+        for spec in svc.get("ports", []):
+            m = PORT_SPEC.fullmatch(str(spec))
+            assert m, (f"{name} publishes {spec!r}: a fixed host port fails the demo on a machine "
+                       "where anything listens there; publish 127.0.0.1:${LOGCOUNT_DEMO_..._PORT:-}"
+                       ":PORT (empty: Docker picks a free one)")
+            assert name not in out, f"{name}: one published port per service"
+            out[name] = (m.group(1), int(m.group(2)))
+    return out
+
+
+def test_no_service_publishes_a_fixed_host_port():
+    """Nothing in the demo needs a host port (the services talk over its own network): each
+    one published is for the user, on 127.0.0.1, free unless the user's variable chooses it, and
+    is the one the script prints and checks, and the README names."""
+    published = _published()
+    assert set(published) == {"spark-master", "stage", "sink"}
+    for name, svc in SERVICES.items():
+        assert svc.get("network_mode") != "host", name
+    script = {(svc, int(port), var) for svc, port, var in re.findall(
+        r'^\s+"([\w-]+):(\d+):(LOGCOUNT_DEMO_\w+):', SCRIPT.read_text(), re.M)}
+    assert script == {(name, port, var) for name, (var, port) in published.items()}
+    readme = (ROOT / "README.md").read_text()
+    for var, _ in published.values():
+        assert var in readme, var
+    # No override adds one back (compose files merge `ports` lists).
+    assert not any("ports" in svc for svc in CI.values())
 
 
 def test_the_image_bakes_the_connector_at_the_pinned_pyspark_version():
@@ -137,3 +180,109 @@ def test_the_check_reads_the_expectation_the_generator_writes():
     assert volume(gen) == {"demo": str(Path(expect).parent)}
     assert volume(check) == {"demo": str(Path(expect).parent)}
     assert check["profiles"] == ["check"]  # not started by `up`
+
+
+# --- scripts/docker-demo.sh's port checks, without Docker ------------------------------------
+# The script runs from a copy (its state directory is then the copy's, never the real demo's),
+# with stand-ins for every tool that would install or start something: if a check let it
+# through, it stops at a stand-in, not at a real dockerd.
+STUB = """#!/bin/sh
+case "$*" in
+  info*|"image inspect"*|"compose version"*) exit 0 ;;
+  compose*" up "*) echo "$UP_ERROR" >&2; exit 1 ;;
+  ps*) echo "${PS_PORTS:-}"; exit 0 ;;
+  compose*) exit 0 ;;
+esac
+exit 97
+"""
+
+
+@pytest.fixture
+def demo_copy(tmp_path):
+    for rel in ("scripts/docker-demo.sh", "docker/compose.yaml", "docker/compose.ci.yaml"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / rel, tmp_path / rel)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("docker", "dockerd", "sudo", "apt-get", "go", "mmdebstrap"):
+        (bin_dir / tool).write_text(STUB if tool == "docker" else "#!/bin/sh\nexit 97\n")
+        (bin_dir / tool).chmod(stat.S_IRWXU)
+
+    def run(*args, engine: bool = False, **env) -> subprocess.CompletedProcess:
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("LOGCOUNT_DEMO_")}
+        path = f"{bin_dir}:{os.environ['PATH']}"
+        if not engine:  # no engine answers: `docker info` fails as on a machine without one
+            (bin_dir / "docker").write_text("#!/bin/sh\nexit 97\n")
+        return subprocess.run([str(tmp_path / "scripts" / "docker-demo.sh"), *args],
+                              env={**clean, "PATH": path, "LOGCOUNT_DOCKER_STANDINS": "0", **env},
+                              capture_output=True, text=True, timeout=60)
+
+    return run
+
+
+@pytest.fixture
+def held_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        yield s.getsockname()[1]
+
+
+def test_a_chosen_port_that_is_taken_is_one_line_before_anything_starts(demo_copy, held_port):
+    proc = demo_copy("up", LOGCOUNT_DEMO_SPARK_UI_PORT=str(held_port))
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout == ""  # nothing installed, started or built first
+    line = proc.stderr.strip()
+    assert "\n" not in line, line
+    assert line.startswith(f"docker-demo: error: host port {held_port} "
+                           "(LOGCOUNT_DEMO_SPARK_UI_PORT: the Spark UI) is taken by "), line
+    assert f"(pid {os.getpid()})" in line  # what holds it: this test
+    assert line.endswith("; choose another with LOGCOUNT_DEMO_SPARK_UI_PORT=PORT, or unset it "
+                         "for a free one"), line
+
+
+def test_a_chosen_port_that_is_free_goes_on_and_a_bad_one_is_usage(demo_copy, held_port):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        free = s.getsockname()[1]  # bound, never listening: free for the check
+    proc = demo_copy("up", LOGCOUNT_DEMO_STAGE_METRICS_PORT=str(free))
+    assert proc.returncode == 3, proc.stderr  # went on to the engine, which is a stand-in here
+    assert "is taken" not in proc.stderr
+    for bad in ("http", "0", "70000"):
+        proc = demo_copy("up", LOGCOUNT_DEMO_SINK_METRICS_PORT=bad)
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.strip() == (f"docker-demo: error: LOGCOUNT_DEMO_SINK_METRICS_PORT={bad} "
+                                       "is not a port (1-65535; unset: Docker picks a free one)")
+    proc = demo_copy("up", LOGCOUNT_DEMO_SINK_METRICS_PORT=str(free),
+                     LOGCOUNT_DEMO_STAGE_METRICS_PORT=str(free))
+    assert proc.returncode == 1 and "chosen twice" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("daemon_error", [
+    # Docker 20.10 (Debian 12's docker.io), with its userland proxy
+    "Error response from daemon: driver failed programming external connectivity on endpoint "
+    "logcount-spark-master-1 (0123abcd): Error starting userland proxy: listen tcp4 "
+    "127.0.0.1:{port}: bind: address already in use",
+    # Docker 25 and later
+    "Error response from daemon: failed to set up container networking: driver failed "
+    "programming external connectivity on endpoint logcount-spark-master-1 (0123abcd): failed "
+    "to bind host port for 127.0.0.1:{port}:172.18.0.3:8080/tcp: address already in use",
+])
+def test_a_compose_up_that_fails_on_a_taken_port_names_it(demo_copy, held_port, daemon_error):
+    error = daemon_error.format(port=held_port)
+    # A port Docker chose, taken between its choice and its bind.
+    proc = demo_copy("up", engine=True, UP_ERROR=error)
+    assert proc.returncode == 1, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"docker-demo: error: compose up failed: host port {held_port} is "
+                           "taken by "), last
+    assert f"(pid {os.getpid()})" in last and "run up again" in last, last
+    # A port the user chose, that the check let through (the engine said the previous demo had
+    # it), taken when `compose up` binds it: the line names the variable.
+    proc = demo_copy("up", engine=True, UP_ERROR=error, LOGCOUNT_DEMO_SPARK_UI_PORT=str(held_port),
+                     PS_PORTS=f"127.0.0.1:{held_port}->8080/tcp")
+    assert proc.returncode == 1, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"docker-demo: error: compose up failed: host port {held_port} "
+                           "(LOGCOUNT_DEMO_SPARK_UI_PORT: the Spark UI) is taken by "), last
+    assert "choose another with LOGCOUNT_DEMO_SPARK_UI_PORT=PORT" in last, last
