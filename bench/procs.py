@@ -84,7 +84,8 @@ class Child:
     """A contender's process: its output lines (with arrival times) and its resource use."""
 
     def __init__(self, argv: Sequence[str], env: dict[str, str] | None = None,
-                 log_path: str | None = None) -> None:
+                 log_path: str | None = None, sample: bool = True) -> None:
+        """`sample=False`: no /proc walk every SAMPLE_S (a long run samples on its own)."""
         self.argv = list(argv)
         self.lines: list[tuple[float, str]] = []
         self.stats = ProcStats()
@@ -99,7 +100,8 @@ class Child:
         self._reader.start()
         self._done = threading.Event()
         self._sampler = threading.Thread(target=self._samples, daemon=True)
-        self._sampler.start()
+        if sample:
+            self._sampler.start()
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
@@ -155,7 +157,8 @@ class Child:
                                f"last output: {self.tail()}") from None
         finally:
             self._done.set()
-            self._sampler.join(5)
+            if self._sampler.is_alive():
+                self._sampler.join(5)
             self._reader.join(5)
             if self._log:
                 self._log.close()

@@ -34,16 +34,19 @@ class Health:
         self.stall_seconds = stall_seconds
         self.last_progress = time.monotonic()
         self.lag = 0
+        self.refused: str | None = None  # the refusal line of a stage about to exit 2
 
     def progressed(self) -> None:
         self.last_progress = time.monotonic()
 
     def status(self) -> tuple[bool, dict]:
         idle = time.monotonic() - self.last_progress
-        healthy = self.lag <= 0 or idle < self.stall_seconds
-        return healthy, {"healthy": healthy, "lag": self.lag,
-                         "seconds_since_progress": round(idle, 1),
-                         "stall_seconds": self.stall_seconds}
+        healthy = self.refused is None and (self.lag <= 0 or idle < self.stall_seconds)
+        detail = {"healthy": healthy, "lag": self.lag, "seconds_since_progress": round(idle, 1),
+                  "stall_seconds": self.stall_seconds}
+        if self.refused is not None:
+            detail["refused"] = self.refused
+        return healthy, detail
 
 
 class StageMetrics:
@@ -70,6 +73,9 @@ class StageMetrics:
         self.hung_calls = Counter("logcount_kafka_hung_calls", "librdkafka calls that did not "
                                   "return past their own timeout (the clients were replaced)",
                                   ["call"], registry=r)
+        self.start_refused = Gauge("logcount_stage_start_refused", "1 while a stage whose start "
+                                   "was refused (exit 2) holds /metrics up before it exits",
+                                   registry=r)
 
 
 class SinkMetrics:

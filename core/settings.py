@@ -35,6 +35,7 @@ __all__ = [
     "RunSettings",
     "SinkSettings",
     "StackSettings",
+    "StateShowSettings",
     "add_arguments",
     "from_namespace",
     "reference_markdown",
@@ -338,6 +339,13 @@ class RunSettings(_Settings):
         default=300.0, metadata=opt("/healthz fails when no batch commits this long under lag",
                                    **POSITIVE)
     )
+    # 0 by default: a refusal at a terminal (or in a test) should be one line at once. Under a
+    # supervisor, a hold of two scrape intervals lets Prometheus see why the stage is down
+    # (deploy/prometheus/alerts.yml), and it slows a restart loop that cannot succeed.
+    refusal_hold_seconds: float = field(
+        default=0.0, metadata=opt("when the state check refuses to run (exit 2), keep /metrics "
+                                  "up this long first, with logcount_stage_start_refused 1",
+                                  lo=0))
     replication_factor: int | None = field(
         default=None, metadata=opt("replication factor of the topics the stage creates "
                                    "(default: the cluster's default.replication.factor)",
@@ -492,6 +500,15 @@ class ProduceSettings(_Settings):
 
 
 @dataclass(frozen=True, repr=False)
+class StateShowSettings(RunSettings):
+    """`logcount state show`: the stage's state, and what a start with these settings would do.
+    Takes every flag of `logcount run` (the same command line and environment, the same
+    answer); reads only, fences nobody, safe beside a running stage."""
+
+    json: bool = field(default=False, metadata=opt("print the report as JSON, for scripts"))
+
+
+@dataclass(frozen=True, repr=False)
 class DemoSettings(_Settings):
     """`logcount demo`: everything on the embedded stack, then the table and the verdict."""
 
@@ -502,11 +519,13 @@ class DemoSettings(_Settings):
 
 @dataclass(frozen=True, repr=False)
 class BenchSettings(_Settings):
-    """`logcount bench`: the side-by-side benchmark on the embedded stack."""
+    """`logcount bench`: the side-by-side benchmark on the embedded stack (with --soak: the
+    endurance run)."""
 
     lines: int = field(default=5_000_000, metadata=opt("synthetic lines in the backlog (N)"))
     out: str = field(default="bench-results", metadata=opt("directory for results.json, "
-                                                           "results.md and results.png"))
+                                                           "results.md and results.png (with "
+                                                           "--soak: soak.*)"))
     seed: int = field(default=1, metadata=opt("seed of the synthetic generator"))
     bootstrap_servers: str | None = field(
         default=None, metadata=opt("use this broker instead of starting the embedded stack"))
@@ -519,6 +538,13 @@ class BenchSettings(_Settings):
     large_factor: int = field(default=10, metadata=opt("the RSS run reads this many times N"))
     quix_lines: int | None = field(
         default=None, metadata=opt("lines Quix Streams processes (default: N)", metavar="N"))
+    soak: float | None = field(default=None, metadata=opt(
+        "run the endurance benchmark instead (bench/soak.py): the stage at a fixed rate for "
+        "MINUTES, sampled; writes soak.json, soak.md and soak.png", metavar="MINUTES",
+        **POSITIVE))
+    soak_rate: int = field(default=2_000, metadata=opt("lines/s the soak produces", lo=20))
+    sample_seconds: float = field(default=15.0, metadata=opt(
+        "seconds between the soak's samples", lo=1))
 
     def validate(self) -> BenchSettings:
         if self.lines < 1000:
@@ -639,15 +665,20 @@ def from_namespace(cls: type, ns: argparse.Namespace | None = None,
 def reference_markdown() -> str:
     """The README's configuration reference, generated from the settings classes."""
     sections = [
-        ("run", RunSettings), ("sink", SinkSettings), ("produce", ProduceSettings),
-        ("demo", DemoSettings), ("bench", BenchSettings), ("stack up", StackSettings),
+        ("run", RunSettings), ("state show", StateShowSettings), ("sink", SinkSettings),
+        ("produce", ProduceSettings), ("demo", DemoSettings), ("bench", BenchSettings),
+        ("stack up", StackSettings),
     ]
     out = []
     for name, cls in sections:
         out.append(f"#### `logcount {name}`\n")
+        fields = dataclasses.fields(cls)
+        if cls is StateShowSettings:  # run's flags, then its own
+            out.append("Every flag and variable of `logcount run`, and:\n")
+            fields = fields[len(dataclasses.fields(RunSettings)):]
         out.append("| flag | env | default | meaning |")
         out.append("|---|---|---|---|")
-        for f in dataclasses.fields(cls):
+        for f in fields:
             default = "" if f.default in (None, ()) else f"`{f.default}`"
             out.append(f"| `{_flag(f)}` | `{_env(f)}` | {default} | {f.metadata['help']} |")
         out.append("")

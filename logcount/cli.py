@@ -54,6 +54,13 @@ def _run(args: argparse.Namespace) -> int:
     return run_stage(settings, spark)
 
 
+def _state(args: argparse.Namespace) -> int:
+    from pipeline.state_view import show
+
+    s = st.from_namespace(st.StateShowSettings, args)
+    return show(s, s.json)
+
+
 def _sink(args: argparse.Namespace) -> int:
     from connectors.mysql_sink import run_sink
 
@@ -73,9 +80,14 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
+    settings = st.from_namespace(st.BenchSettings, args)
+    if settings.soak is not None:
+        from bench.soak import plan_from_settings, run_soak
+
+        return run_soak(plan_from_settings(settings))
     from bench.runner import run_bench
 
-    return run_bench(st.from_namespace(st.BenchSettings, args))
+    return run_bench(settings)
 
 
 EXAMPLES = {
@@ -90,6 +102,9 @@ EXAMPLES = {
   logcount run --once --input-topic logs --output-topic error-counts --group-id logcount
   logcount run --master spark://127.0.0.1:7077 --lateness-horizon 7d
   LOGCOUNT_BOOTSTRAP_SERVERS=kafka:9092 logcount run --trigger-interval 0.5""",
+    "state": """examples:
+  logcount state show --input-topic logs --output-topic error-counts --group-id logcount
+  logcount state show --client-config client.properties --json | jq .start""",
     "sink": """examples:
   logcount sink --once --mysql-url mysql://root@127.0.0.1:3306/logcount
   logcount sink --mysql-url 'mysql://app:p%40ss@db:3306/logs' --topic error-counts""",
@@ -98,7 +113,9 @@ EXAMPLES = {
   zcat app.log.gz | logcount produce --file - --topic logs
   logcount produce --synthetic 1000000 --seed 3 --expect expected.json""",
     "demo": "example:\n  logcount demo --lines 1000000",
-    "bench": "example:\n  logcount bench --lines 5000000 --out bench-results",
+    "bench": """examples:
+  logcount bench --lines 5000000 --out bench-results
+  logcount bench --soak 20 --out soak-results   # endurance: 20 minutes at 2,000 lines/s""",
 }
 
 
@@ -117,6 +134,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["up", "down", "status"])
     st.add_arguments(p, st.StackSettings)
     p.set_defaults(handler=_stack)
+
+    p = sub.add_parser("state", help="the stage's state: `state show` prints it, and what a "
+                       "start would do", description=st.StateShowSettings.__doc__,
+                       parents=[common], epilog=EXAMPLES["state"], formatter_class=fmt)
+    p.add_argument("action", choices=["show"])
+    st.add_arguments(p, st.StateShowSettings)
+    p.set_defaults(handler=_state)
 
     commands: list[tuple[str, str, type, Callable]] = [
         ("run", "the Spark stage", st.RunSettings, _run),

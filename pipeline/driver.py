@@ -47,6 +47,7 @@ from core.settings import RunSettings
 from formats.rule import REASON_LATE
 from formats.spark import check_regex
 from formats.spec import FormatError
+from pipeline import state_view
 from pipeline.crash import CrashPoints
 from pipeline.job import BatchResult, MalformedRef, compute_batch
 from pipeline.offsets import (
@@ -61,13 +62,10 @@ from pipeline.state import (
     CLAIM_KEY,
     Change,
     StageState,
-    StartFacts,
     StateRefused,
-    Wanted,
     check_start,
     claim_value,
     claimant,
-    counting_settings,
     decode_records,
     state_topic_name,
 )
@@ -237,29 +235,18 @@ class Stage:
         }))
 
     def read_state_table(self) -> dict[bytes, bytes]:
-        """The state topic's last value per key (the reader's group sits under the stage's)."""
-        s = self.s
-        return state_topic.read_table(self.admin, s.bootstrap_servers, self.state_topic,
-                                      self.extra, f"{s.group_id}-state-reader")
+        """The state topic's last value per key."""
+        return state_view.read_table(self.admin, self.s)
 
     def start_state(self, consumer: Consumer) -> None:
         """Read the state back and check it against the cluster. Runs after init_transactions:
-        a predecessor's open transaction is aborted, so state and group offsets are settled."""
-        s, adm = self.s, self.admin
+        a predecessor's open transaction is aborted, so state and group offsets are settled.
+        `logcount state show` reads and decides the same way (pipeline/state_view.py)."""
         t0 = time.monotonic()
-        table = self.read_state_table()
-        progress, hours = decode_records(table, self.state_topic)
-        parts = kafka_io.partitions_of(adm, s.input_topic) or []
-        ids = kafka_io.existing_topic_ids(adm, [s.input_topic, s.output_topic])
-        facts = StartFacts(
-            input_topic_id=ids[s.input_topic], output_topic_id=ids[s.output_topic],
-            earliest=kafka_io.list_offsets(adm, s.input_topic, parts, OffsetSpec.earliest()),
-            latest=kafka_io.list_offsets(adm, s.input_topic, parts, OffsetSpec.latest()),
-            group=kafka_io.committed_offsets(consumer, s.input_topic, parts))
-        want = Wanted(s.input_topic, s.output_topic, self.fmt.level_label,
-                      s.delivery == "exactly-once", s.starting_offsets, s.horizon_minutes,
-                      counting_settings(self.fmt))
-        start = check_start(progress, hours, facts, want)
+        facts = state_view.gather(self.admin, self.s, consumer, self.read_state_table,
+                                  created=True)
+        progress, hours = decode_records(facts.table, self.state_topic)
+        start = check_start(progress, hours, facts.start, state_view.wanted(self.s))
         for line in start.warnings:
             log.warning("%s", line)
         self.state = start.state
@@ -584,11 +571,26 @@ class Stage:
                         self.stop.event.wait(s.trigger_interval)
             finally:
                 self.close(sink, consumer)
+        except StateRefused as exc:
+            self.hold_refusal(exc)
+            raise
         finally:
             if self.server is not None:
                 self.server.shutdown()
         self.closing_line()
         return 0
+
+    def hold_refusal(self, exc: StateRefused) -> None:
+        """A refused stage says so on /metrics (and /healthz) for --refusal-hold-seconds before
+        it exits, so that a scrape sees why it is down; SIGTERM ends the wait."""
+        self.metrics.start_refused.set(1)
+        self.health.refused = str(exc)
+        hold = self.s.refusal_hold_seconds
+        if self.server is None or hold <= 0:
+            return
+        log.error("refused: %s; /metrics says logcount_stage_start_refused 1 for %.0fs "
+                  "(--refusal-hold-seconds) before the exit", exc, hold)
+        self.stop.event.wait(hold)
 
 
 def _jvm_writes_where_we_do() -> bool:

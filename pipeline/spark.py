@@ -66,6 +66,19 @@ KAFKA_PACKAGE = "org.apache.spark:spark-sql-kafka-0-10_2.13"
 # (spark_session; under spark-submit pass it with --conf, see docs/deploy.md).
 KAFKA_CONSUMER_CACHE = 1024
 
+# Spark's status store (its record of jobs, stages, tasks and SQL executions) is kept even with
+# the UI off; a stage runs ~860,000 jobs a day and never reads it. Spark's defaults keep the last
+# 1,000 jobs, stages and executions and 100,000 tasks (with their metrics: tens of MB, reached
+# after ~1,000 batches and then held), so a soak's first 20 minutes grew toward that plateau
+# (bench/soak.py's class histogram: StageData, TaskDataWrapper, SQLPlanMetric). A few of each
+# are enough for a heap dump's reader; the bound is hit within a minute and stays flat.
+STATUS_STORE_BOUNDS = {
+    "spark.ui.retainedJobs": "50",
+    "spark.ui.retainedStages": "50",
+    "spark.ui.retainedTasks": "500",
+    "spark.sql.ui.retainedExecutions": "50",
+}
+
 # Our own driver JVM's collector and JIT (in local mode the executors' tasks run in it too).
 # - Parallel GC: the batch allocates short-lived rows fast and never needs short pauses (the
 #   driver serves no requests), so the throughput collector beats G1's concurrent threads,
@@ -117,6 +130,8 @@ def spark_session(master: str, app_name: str = "logcount", java_options: str | N
         # 20k-record batch 1.95 -> 1.10 s. Idle ones still close after 5 minutes.
         .config("spark.kafka.consumer.cache.capacity", str(KAFKA_CONSUMER_CACHE))
     )
+    for key, value in STATUS_STORE_BOUNDS.items():
+        builder = builder.config(key, value)
     for key, value in SQL_CONF.items():
         builder = builder.config(key, value)
     if java_options is None:

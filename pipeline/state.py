@@ -69,8 +69,15 @@ def state_topic_name(output_topic: str) -> str:
     return output_topic + STATE_SUFFIX
 
 
+# Every refusal line ends pointing at the one way to look at the state itself.
+SHOW_HINT = "; `logcount state show` with this run's flags shows the state"
+
+
 class StateRefused(ConfigError):
     """State and cluster disagree in a way no repair makes exact: exit 2, nothing published."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason + SHOW_HINT)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One-command set-up for a fresh Debian machine (Python 3.11, JDK 17, Maven): MariaDB server from
-# Debian packages, the .venv with `logcount`, and the JVM jars (Kafka broker, Spark's Kafka
-# connector) from Maven Central into the git-ignored .cache/. Safe and quick to run again: each
+# Debian packages, the .venv with `logcount`, the JVM jars (Kafka broker, Spark's Kafka
+# connector) from Maven Central into the git-ignored .cache/,
+# toxiproxy, and promtool from Debian's prometheus package. Safe and quick to run again: each
 # step is skipped when its stamp says it is already done for the current inputs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -80,6 +81,29 @@ if [ ! -x .cache/bin/toxiproxy-server ] \
       cat .cache/go.log >&2
       die "go install of toxiproxy failed (the network-fault tests need it)"
     fi
+  fi
+fi
+
+# 5. promtool, from Debian's `prometheus` package (2.42 on Debian 12): the tests check the alert
+# rules in deploy/prometheus/ with it (`promtool check rules`, `promtool test rules`). Only the
+# binary is needed: the Prometheus server the package installs (a systemd unit and an init.d
+# script) is stopped and disabled in case its install started it (under Docker's policy-rc.d it
+# never starts). Without apt-get those tests are skipped (under CI=true they fail).
+if ! command -v promtool >/dev/null; then
+  if ! command -v apt-get >/dev/null; then
+    say "warning: promtool missing and apt-get not found: the alert-rule tests will be skipped"
+  else
+    say "installing prometheus (for promtool) from Debian packages"
+    sudo_if_needed apt-get update -qq
+    sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+      --no-install-recommends prometheus >/dev/null || die "apt-get install prometheus failed"
+    if [ -d /run/systemd/system ]; then
+      sudo_if_needed systemctl disable --now prometheus.service >/dev/null 2>&1 || true
+    elif [ -x /etc/init.d/prometheus ]; then
+      sudo_if_needed /etc/init.d/prometheus stop >/dev/null 2>&1 || true
+      sudo_if_needed update-rc.d prometheus disable >/dev/null 2>&1 || true
+    fi
+    command -v promtool >/dev/null || die "the prometheus package installed no promtool"
   fi
 fi
 

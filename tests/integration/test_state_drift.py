@@ -5,6 +5,7 @@ refusal publishes nothing. Operators' actions use Kafka's own kafka-consumer-gro
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import time
 from collections import Counter
@@ -18,6 +19,7 @@ from connectors.mysql_sink import read_table
 from core.errors import DependencyError
 from core.paths import jars_dir
 from pipeline.state import state_topic_name
+from pipeline.state_view import NO_TOPIC
 from pipeline.totals import hour_key, minute_index
 from tests.helpers import (
     LOGCOUNT,
@@ -80,13 +82,49 @@ def error_line(proc) -> str:
     return lines[-1]
 
 
+def shown(endpoints, names, *extra: str) -> dict:
+    """`logcount state show --json` with the stage's flags (read-only: it publishes nothing,
+    which every refusal below checks)."""
+    args = stage_args(endpoints, names, "--once", *extra)
+    return json.loads(cli("state", "show", *args[1:], "--json").stdout)
+
+
+def predicted(endpoints, names, *extra: str) -> dict:
+    """What `state show` says a start would do now."""
+    return shown(endpoints, names, *extra)["start"]
+
+
 def refused(endpoints, names, *extra: str) -> str:
-    """Run the stage; assert exit 2 with one error line and nothing published. The line."""
+    """Run the stage; assert exit 2 with one error line and nothing published, and that
+    `state show` predicted exactly that line. The line."""
     before = high_watermarks(endpoints.bootstrap, *outputs(names))
+    predict = predicted(endpoints, names, *extra)
     proc = cli(*stage_args(endpoints, names, "--once", *extra), check=False)
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert high_watermarks(endpoints.bootstrap, *outputs(names)) == before, "published on refusal"
-    return error_line(proc)
+    line = error_line(proc)
+    assert predict == {"action": "refuse", "exit": 2, "lines": [line]}, predict
+    assert line.endswith("`logcount state show` with this run's flags shows the state"), line
+    return line
+
+
+def started(endpoints, names, *extra: str):
+    """Run the stage --once after `state show` predicted its start: a repair's warnings are the
+    stage's, word for word; a resume or first start warns of nothing."""
+    predict = predicted(endpoints, names, *extra)
+    proc = cli(*stage_args(endpoints, names, "--once", *extra))
+    said = [w.split(" WARNING logcount.stage: ", 1)[1] for w in warnings_in(proc)
+            if " WARNING logcount.stage: " in w]
+    if predict["action"] == "repair":
+        # A topic the start creates gets its id then: the prediction can only say so.
+        patterns = [re.escape(line).replace(re.escape(NO_TOPIC), r"\S+")
+                    for line in predict["lines"]]
+        assert len(said) >= len(patterns) and all(
+            re.fullmatch(pat, line) for pat, line in zip(patterns, said, strict=False)), (
+            predict, said)
+    else:
+        assert predict["action"] in ("fresh", "resume") and not said, (predict, said)
+    return proc, predict["action"]
 
 
 def assert_exact(endpoints, names, expected: Counter) -> None:
@@ -107,11 +145,12 @@ def warnings_in(proc) -> list[str]:
 
 def test_deleted_group_and_deleted_partition_offsets_are_repaired_exactly(endpoints, names):
     a = more_input(endpoints, names, 1)
-    cli(*stage_args(endpoints, names, "--once"))
+    assert started(endpoints, names)[1] == "fresh"
     # The operator deletes the whole group (as expiry after offsets.retention.minutes would).
     group_tool(endpoints.bootstrap, "--delete", "--group", names.group)
     b = more_input(endpoints, names, 2)
-    proc = cli(*stage_args(endpoints, names, "--once"))
+    proc, action = started(endpoints, names)
+    assert action == "repair"
     warned = [w for w in warnings_in(proc) if "no committed offsets" in w]
     assert len(warned) == 1 and "no committed offsets for p0, p1, p2, p3" in warned[0], warned
     assert_exact(endpoints, names, a.expected + b.expected)
@@ -119,7 +158,8 @@ def test_deleted_group_and_deleted_partition_offsets_are_repaired_exactly(endpoi
     group_tool(endpoints.bootstrap, "--delete-offsets", "--group", names.group,
                "--topic", f"{names.topic('in')}:1")
     c = more_input(endpoints, names, 3)
-    proc = cli(*stage_args(endpoints, names, "--once"))
+    proc, action = started(endpoints, names)
+    assert action == "repair"
     warned = [w for w in warnings_in(proc) if "no committed offsets" in w]
     assert len(warned) == 1 and "no committed offsets for p1 " in warned[0], warned
     assert_exact(endpoints, names, a.expected + b.expected + c.expected)
@@ -143,14 +183,16 @@ def test_a_recreated_output_topic_is_recounted_and_the_sink_follows(endpoints, n
     assert read_table(mysql_db) == dict(a.expected)
     delete_topic(endpoints.bootstrap, names.topic("out"))
     b = more_input(endpoints, names, 2)
-    proc = cli(*stage_args(endpoints, names, "--once"))
+    proc, action = started(endpoints, names)
+    assert action == "repair"
     assert any("was recreated" in w for w in warnings_in(proc)), proc.stderr[-3000:]
     assert_exact(endpoints, names, a.expected + b.expected)
     sink = cli(*sink_args(endpoints, names, mysql_db, "--once"))
     assert any("recreated" in w for w in warnings_in(sink)), sink.stderr[-3000:]
     assert read_table(mysql_db) == dict(a.expected + b.expected), "MySQL after the recount"
     # The recount reset the state for good: the next start has nothing to say or do.
-    again = cli(*stage_args(endpoints, names, "--once"))
+    again, action = started(endpoints, names)
+    assert action == "resume"
     assert not warnings_in(again) and "batch 1 committed" not in again.stderr
 
 
@@ -204,18 +246,20 @@ def test_every_counting_setting_is_identity_a_changed_one_is_refused(endpoints, 
         line = refused(endpoints, names, *extra)
         assert named in line and "--output-topic" in line, line
     more_input(endpoints, names, 2)
-    proc = cli(*stage_args(endpoints, names, "--once", "--level", "fatal,Error", "--timezone",
-                           "Europe/Paris"))
-    assert "batch 1 committed" in proc.stderr
+    proc, action = started(endpoints, names, "--level", "fatal,Error", "--timezone",
+                           "Europe/Paris")
+    assert action == "resume" and "batch 1 committed" in proc.stderr
 
 
 def test_an_output_topic_that_also_deletes_is_refused_before_anything(endpoints, names):
     more_input(endpoints, names, 1)
     kafka_io.ensure_topic(kafka_io.admin(endpoints.bootstrap), names.topic("out"), 4,
                           {"cleanup.policy": "compact,delete"})
+    predict = predicted(endpoints, names)
     proc = cli(*stage_args(endpoints, names, "--once"), check=False)
     assert proc.returncode == 2
     line = error_line(proc)
+    assert predict == {"action": "refuse", "exit": 2, "lines": [line]}, predict
     assert "cleanup.policy='compact,delete'" in line and "exactly 'compact'" in line, line
     adm = kafka_io.admin(endpoints.bootstrap)
     assert kafka_io.partitions_of(adm, state_topic_name(names.topic("out"))) is None
@@ -262,6 +306,10 @@ def test_lateness_horizon_sends_late_lines_to_the_dlq_and_evicts_old_hours(endpo
                                         "2017-07-30 11:50:00 ERROR in time",
                                         "2099-01-01 00:00:00 ERROR bogus future"])
     cli(*stage_args(endpoints, names, "--once", *horizon))
+    report = shown(endpoints, names, *horizon)
+    assert (report["watermark"], report["closed_before"]) == ("2017-07-30 12:10:00",
+                                                               "2017-07-30 11:00:00"), report
+    assert report["minutes"] == 3 and report["hours"] == 3, report  # 11:50, 12:10 and 2099
     _lines(endpoints.bootstrap, topic, ["2017-07-30 11:45:00 ERROR still in time"])
     proc = cli(*stage_args(endpoints, names, "--once", *horizon))
     assert "late 0" in proc.stderr

@@ -14,9 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import (
-    Consumer,
-)
+from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AclOperation, NewTopic, OffsetSpec, ResourceType
 
 from connectors import kafka_io
@@ -234,3 +232,42 @@ def test_a_wrong_password_or_an_untrusted_ca_is_one_line(secured_cluster, users,
     line = one_line(proc, users.password, "Not-The-Pw-42")
     assert words in line, line
     assert time.monotonic() - t0 < 30, "a login failure must not wait out the start-up timeout"
+
+
+def viewer_acls(user: str, names) -> list:
+    """docs/deploy.md's read-only ACLs of `logcount state show`."""
+    return [allow(user, T, names.topic("in"), D),
+            allow(user, T, names.topic("out") + "-state", R)] \
+        + [allow(user, T, names.topic("out"), op, prefixed=True) for op in (D, DC)] \
+        + [allow(user, G, names.group, D, prefixed=True)]
+
+
+def test_state_show_needs_only_read_acls(secured_cluster, users, names):
+    """An operator's read-only user sees the stage's state and the start it predicts, and
+    writes nothing (it could not: it has no WRITE anywhere)."""
+    viewer = f"viewer-{names.prefix[-8:]}"
+    secured_cluster.add_user(viewer, users.password)
+    secured_cluster.add_acls(stage_acls(users.stage, names) + viewer_acls(viewer, names))
+    admin = secured_cluster.admin_conf()
+    producer = Producer(admin)
+    for i in range(2_000):
+        level = "ERROR" if i % 3 else "INFO"
+        producer.produce(names.topic("in"), f"2017-07-30 14:{i % 60:02d}:08 {level} m{i}".encode(),
+                         partition=i % 4)
+    assert producer.flush(60) == 0
+    cli(*stage_cmd(names, users.properties(users.stage), "--once"), timeout=300)
+    show = ["state", "show", "--client-config", users.properties(viewer), "--input-topic",
+            names.topic("in"), "--output-topic", names.topic("out"), "--group-id", names.group,
+            "--dlq-topic", names.topic("dlq")]
+    before = ends(admin, names.topic("out") + "-state")
+    report = json.loads(cli(*show, "--json", timeout=120).stdout)
+    assert report["start"]["action"] == "resume", report["start"]
+    group = group_offsets(admin, names.group, names.topic("in"))
+    assert {r["partition"]: (r["state"], r["group"]) for r in report["partitions"]} == {
+        p: (o, o) for p, o in group.items()}, report["partitions"]
+    assert report["minutes"] > 0 and report["claim"]["instance"]
+    assert ends(admin, names.topic("out") + "-state") == before
+    text = cli(*show, timeout=120)
+    assert users.password not in text.stdout + text.stderr
+    assert "a start now would: resume (exit 0)" in text.stdout, text.stdout
+

@@ -121,4 +121,5 @@ def test_every_command_help_has_an_example():
 
     parser = build_parser()
     assert "example" in parser.format_help()
-    assert set(EXAMPLES) == {"logcount", "stack", "run", "sink", "produce", "demo", "bench"}
+    assert set(EXAMPLES) == {"logcount", "stack", "run", "state", "sink", "produce", "demo",
+                             "bench"}
