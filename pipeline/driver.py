@@ -220,9 +220,12 @@ class Stage:
         # RunSettings.output_partitions); existing topics are used as they are.
         kafka_io.ensure_topic(adm, s.output_topic, s.output_partitions,
                               {"cleanup.policy": "compact"}, rf)
-        kafka_io.require_compacted(adm, s.output_topic)
         kafka_io.ensure_topic(adm, self.state_topic, 1, state_topic.STATE_TOPIC_CONFIG, rf)
-        kafka_io.require_compacted(adm, self.state_topic, "state")
+        for topic, role in ((s.output_topic, "output"), (self.state_topic, "state")):
+            try:
+                kafka_io.require_compacted(adm, topic, role)
+            except ConfigError as exc:  # a refusal like the state check's, and shown the same
+                raise StateRefused(str(exc)) from None
         kafka_io.ensure_topic(adm, s.dlq_topic, s.dlq_partitions,
                               {"retention.ms": DLQ_RETENTION_MS}, rf)
 

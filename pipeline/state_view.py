@@ -109,7 +109,8 @@ def gather(adm: AdminClient, s: RunSettings, consumer: Consumer,
 def predict(facts: Facts, want: Wanted) -> dict:
     """What a start would do now (pure): fresh, resume, repair or refuse, with its lines."""
     if facts.compaction is not None:
-        return {"action": "refuse", "exit": 2, "lines": [f"logcount: error: {facts.compaction}"]}
+        refusal = StateRefused(facts.compaction)  # what Stage.ensure_topics raises
+        return {"action": "refuse", "exit": 2, "lines": [f"logcount: error: {refusal}"]}
     try:
         progress, hours = decode_records(facts.table, state_topic_name(want.output_topic))
         start = check_start(progress, hours, facts.start, want)

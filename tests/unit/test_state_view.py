@@ -100,5 +100,6 @@ def test_another_level_and_a_damaged_state_are_refusals_but_still_a_report():
 
 def test_a_topic_that_deletes_is_the_refusal_of_the_start_topic_check():
     f = Facts(table(), [0, 1], facts().start, (0, 0), compaction="output topic out has ...")
-    assert predict(f, wanted(S)) == {"action": "refuse", "exit": 2,
-                                     "lines": ["logcount: error: output topic out has ..."]}
+    assert predict(f, wanted(S)) == {
+        "action": "refuse", "exit": 2,
+        "lines": ["logcount: error: output topic out has ..." + SHOW_HINT]}
