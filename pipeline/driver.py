@@ -220,12 +220,9 @@ class Stage:
         # RunSettings.output_partitions); existing topics are used as they are.
         kafka_io.ensure_topic(adm, s.output_topic, s.output_partitions,
                               {"cleanup.policy": "compact"}, rf)
+        _require_compacted(adm, s.output_topic, "output")  # before the state topic is created
         kafka_io.ensure_topic(adm, self.state_topic, 1, state_topic.STATE_TOPIC_CONFIG, rf)
-        for topic, role in ((s.output_topic, "output"), (self.state_topic, "state")):
-            try:
-                kafka_io.require_compacted(adm, topic, role)
-            except ConfigError as exc:  # a refusal like the state check's, and shown the same
-                raise StateRefused(str(exc)) from None
+        _require_compacted(adm, self.state_topic, "state")
         kafka_io.ensure_topic(adm, s.dlq_topic, s.dlq_partitions,
                               {"retention.ms": DLQ_RETENTION_MS}, rf)
 
@@ -594,6 +591,14 @@ class Stage:
         log.error("refused: %s; /metrics says logcount_stage_start_refused 1 for %.0fs "
                   "(--refusal-hold-seconds) before the exit", exc, hold)
         self.stop.event.wait(hold)
+
+
+def _require_compacted(adm: AdminClient, topic: str, role: str) -> None:
+    """A topic that deletes by time is refused like a state drift, and shown the same."""
+    try:
+        kafka_io.require_compacted(adm, topic, role)
+    except ConfigError as exc:
+        raise StateRefused(str(exc)) from None
 
 
 def _jvm_writes_where_we_do() -> bool:
