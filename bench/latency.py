@@ -55,8 +55,12 @@ class ProbeReader(threading.Thread):
         while not self.stop.is_set():
             m = self.c.poll(0.05)
             if m is not None and m.error() is None and m.key():
-                self.seen.setdefault(m.key().decode(), time.monotonic())
+                self.record(m, time.monotonic())
         self.c.close()
+
+    def record(self, m, now: float) -> None:
+        """A committed output record: its probe minute was first seen now, if not before."""
+        self.seen.setdefault(m.key().decode(), now)
 
 
 class RateProducer(threading.Thread):

@@ -44,9 +44,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 
-from bench.latency import TICK_S, percentile, probe_minute
+from bench.latency import TICK_S, ProbeReader, percentile, probe_minute
 from bench.procs import Child
 from bench.runner import Bench, committed_totals
 from connectors import kafka_io, stack
@@ -479,39 +479,27 @@ class SoakProducer(threading.Thread):
         return len(self.sent) + self.filler_sent
 
 
-class CyclingProbeReader(threading.Thread):
-    """Reads the output topic (read_committed) from the start. A probe minute's total T means
-    probes j, j + M, ..., j + (T-1)M are in: each is marked seen when its total first shows."""
+class CyclingProbeReader(ProbeReader):
+    """The latency reader, for probes that cycle over `probe_minutes` minutes. A probe minute's
+    total T means probes j, j + M, ..., j + (T-1)M are in: each is marked seen when its total
+    first shows."""
 
     def __init__(self, bootstrap: str, topic: str, group: str,
                  probe_minutes: int = PROBE_MINUTES) -> None:
-        super().__init__(daemon=True)
+        super().__init__(bootstrap, topic, group)
         self.m = probe_minutes
         self.index = {probe_minute(j).encode(): j for j in range(probe_minutes)}
         self.counted = [0] * probe_minutes
-        self.seen: dict[int, float] = {}
-        self.stop = threading.Event()
-        self.c = Consumer(kafka_io.client_config(bootstrap, None, **{
-            "group.id": group, "isolation.level": "read_committed",
-            "enable.auto.commit": False}))
-        # 30 s: the stage created the topic before its first commit; metadata is seconds at most.
-        parts = self.c.list_topics(topic, timeout=30).topics[topic].partitions
-        self.c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
+        self.seen: dict[int, float] = {}  # type: ignore[assignment] - probe number -> seen
 
-    def run(self) -> None:
-        while not self.stop.is_set():
-            # 50 ms: poll() hands over each record as soon as the client has it; the timeout
-            # only bounds how late a stop is noticed.
-            msg = self.c.poll(0.05)
-            if msg is None or msg.error() is not None or msg.key() not in self.index:
-                continue
-            j = self.index[msg.key()]
-            total = json.loads(msg.value())["log_count"]
-            now = time.monotonic()
-            for n in range(self.counted[j], total):
-                self.seen.setdefault(j + n * self.m, now)
-            self.counted[j] = max(self.counted[j], total)
-        self.c.close()
+    def record(self, m, now: float) -> None:
+        j = self.index.get(m.key())
+        if j is None:
+            return
+        total = json.loads(m.value())["log_count"]
+        for n in range(self.counted[j], total):
+            self.seen.setdefault(j + n * self.m, now)
+        self.counted[j] = max(self.counted[j], total)
 
 
 # -- the process side -------------------------------------------------------------------------
