@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
+import re
 import time
 from pathlib import Path
 
@@ -103,14 +104,37 @@ STATUS_STORE_BOUNDS = {
 #   (bench/soak.py, 19,286 batches) saw heap committed 868 -> 895 MB and JVM RSS 1,318 ->
 #   1,358 MB, then flat. With it, a 5-minute soak's JVM RSS was ~850 MB instead of ~1,330,
 #   and a 3M-line backlog ran at the same pace (steady 274-306k lines/s without, 279-296k with,
-#   interleaved on a busy machine). Old generation room is unchanged (up to -Xmx). (A 22-minute
-#   soak with -Xms512m too held heap committed flat at 508 MB; -Xms is left out because a
-#   LOGCOUNT_SPARK_DRIVER_MEMORY below it would stop the JVM from starting.)
+#   interleaved on a busy machine). Old generation room is unchanged (up to -Xmx).
 DRIVER_JVM_OPTIONS = (
     "-XX:+UseParallelGC -XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000 "
     "-XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000 -XX:MetaspaceSize=256m "
     "-Xmn192m"
 )
+# The heap starts at 512 MB committed (-Xms; the whole heap when spark.driver.memory is less, as
+# -Xms above -Xmx stops the JVM). Without it the parallel collector's sizing still grew the old
+# generation's committed size for the first ~15 minutes of a steady stage (a soak with
+# --nmt: NMT "Java Heap" 482 -> 513 MB over 8 minutes, +209 MB/h, while the live heap stayed
+# ~80 MB); a 22-minute soak with -Xms512m held it flat at 508 MB. Backlog batches may still grow
+# it up to -Xmx.
+HEAP_FLOOR_MB = 512
+DEFAULT_DRIVER_MEMORY = "2g"
+# spark.driver.memory's units (Spark's JavaUtils.byteStringAsBytes; a bare number is MiB there)
+_MEMORY = re.compile(r"\s*(\d+)\s*(b|[kmgtp]b?)?\s*", re.IGNORECASE)
+_MB_PER_UNIT = {"b": 1 / 1024**2, "k": 1 / 1024, "m": 1, "g": 1024, "t": 1024**2, "p": 1024**3}
+
+
+def driver_memory() -> str:
+    return os.environ.get("LOGCOUNT_SPARK_DRIVER_MEMORY", DEFAULT_DRIVER_MEMORY)
+
+
+def initial_heap_option(memory: str) -> str:
+    """-Xms for a driver of spark.driver.memory `memory`: HEAP_FLOOR_MB, or `memory` when it is
+    smaller; "" when `memory` is no size Spark reads (Spark then refuses it itself)."""
+    m = _MEMORY.fullmatch(memory)
+    if not m:
+        return ""
+    mb = int(m[1]) * _MB_PER_UNIT[(m[2] or "m")[0].lower()]
+    return f"-Xms{max(1, min(HEAP_FLOOR_MB, int(mb)))}m"
 
 
 def under_spark_submit() -> bool:
@@ -132,7 +156,7 @@ def spark_session(master: str, app_name: str = "logcount", java_options: str | N
         SparkSession.builder.master(master).appName(app_name)
         .config("spark.jars", ",".join(connector_jars()))
         .config("spark.ui.enabled", "false")
-        .config("spark.driver.memory", os.environ.get("LOGCOUNT_SPARK_DRIVER_MEMORY", "2g"))
+        .config("spark.driver.memory", driver_memory())
         .config("spark.ui.showConsoleProgress", "false")
         # The executors keep one Kafka consumer per input partition (its own connection),
         # 64 by default: a wider input evicted and re-created consumers in every batch. Measured
@@ -147,7 +171,8 @@ def spark_session(master: str, app_name: str = "logcount", java_options: str | N
     if java_options is None:
         java_options = spark_java_options()  # the class-data-sharing archive, when set-up made one
     builder = builder.config("spark.driver.extraJavaOptions",
-                             f"{DRIVER_JVM_OPTIONS} {java_options or ''}".strip())
+                             f"{DRIVER_JVM_OPTIONS} {initial_heap_option(driver_memory())} "
+                             f"{java_options or ''}".strip())
     if master.startswith("spark://"):
         host = os.environ.get("LOGCOUNT_SPARK_DRIVER_HOST", "127.0.0.1")
         builder = builder.config("spark.driver.host", host)

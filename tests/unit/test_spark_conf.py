@@ -19,3 +19,37 @@ def test_our_session_reads_kafka_through_v2():
     assert "kafka" in V1_SOURCES_DEFAULT.split(",")
     assert SQL_CONF[V1_SOURCES_KEY] == without_kafka(V1_SOURCES_DEFAULT)
     assert "kafka" not in SQL_CONF[V1_SOURCES_KEY].split(",")
+
+
+@pytest.mark.parametrize("memory, option", [
+    ("2g", "-Xms512m"), ("2G", "-Xms512m"), ("512m", "-Xms512m"), ("4096", "-Xms512m"),
+    ("1024mb", "-Xms512m"), ("1t", "-Xms512m"), (" 3gb ", "-Xms512m"),
+    # below the floor: the whole heap, as -Xms above -Xmx stops the JVM
+    ("450m", "-Xms450m"), ("300", "-Xms300m"), ("460800k", "-Xms450m"),
+    ("471859200b", "-Xms450m"),
+    # no size Spark reads: no -Xms (Spark refuses the setting itself)
+    ("2 gigabytes", ""), ("", ""), ("-1g", ""), ("1.5g", ""),
+])
+def test_the_initial_heap_is_the_floor_or_the_whole_heap(memory, option):
+    from pipeline.spark import initial_heap_option
+
+    assert initial_heap_option(memory) == option
+
+
+@pytest.mark.parametrize("memory", ["2g", "460m"])
+def test_the_initial_heap_starts_this_machines_java_beside_its_xmx(memory):
+    """spark.driver.memory becomes -Xmx; our -Xms must never exceed it (the JVM would not start)
+    and must be what the JVM commits first."""
+    import shlex
+    import subprocess
+
+    from pipeline.spark import DRIVER_JVM_OPTIONS, initial_heap_option
+
+    xms = initial_heap_option(memory)
+    done = subprocess.run(["java", *shlex.split(DRIVER_JVM_OPTIONS), xms, f"-Xmx{memory}",
+                           "-XX:+PrintFlagsFinal", "-version"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    final = {line.split()[1]: line.split()[3] for line in done.stdout.splitlines()
+             if line.count("=") == 1 and len(line.split()) >= 4}
+    assert int(final["InitialHeapSize"]) == int(xms[4:-1]) * 1024 * 1024
