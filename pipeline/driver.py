@@ -54,6 +54,7 @@ from pipeline.offsets import (
     OffsetRange,
     batch_cap,
     offsets_to_send,
+    pacing_wait,
     plan_ranges,
     resolve_starts,
 )
@@ -194,6 +195,7 @@ class Stage:
         self.admin: AdminClient  # start() waits for the broker
         self.server = None  # the metrics server, started once the broker answers
         self.batches = 0
+        self.backlogged = False  # the last plan left more than one batch's records (plan())
         self.failures = 0
         self.failing_since: float | None = None  # the first of the failures in a row
         self.hangs = 0  # hung Kafka calls since the last commit
@@ -408,7 +410,9 @@ class Stage:
         self.health.lag = sum(lag.values())
         if s.once and self.progress is None:  # the first plan's lag is the whole backlog
             self.progress = Progress(self.health.lag, "run")
-        ranges = plan_ranges(starts, stable, batch_cap(self.batches, s.max_records_per_batch))
+        cap = batch_cap(self.batches, s.max_records_per_batch)
+        self.backlogged = self.health.lag > cap  # more than one batch: no pacing (run())
+        ranges = plan_ranges(starts, stable, cap)
         if ranges and self.tally.first_plan is None:
             self.tally.first_plan = time.monotonic()
         return Plan(ranges, starts, bool(moved) or self.commit_due)
@@ -547,6 +551,7 @@ class Stage:
                     try:
                         if sink is None:  # the last ones hung
                             sink, consumer = self.recover_clients()
+                        started = time.monotonic()
                         busy = self.cycle(spark, sink, consumer)
                     except _Retry as failed:
                         if self.stop.set:  # a Spark job cancelled by the signal: nothing open
@@ -569,6 +574,11 @@ class Stage:
                         if s.once:
                             break
                         self.stop.event.wait(s.trigger_interval)
+                    elif not (s.once or self.backlogged):
+                        # Pacing: a caught-up stage waits out the rest of the interval, so what
+                        # arrives meanwhile joins the next batch instead of making its own.
+                        self.stop.event.wait(pacing_wait(started, time.monotonic(),
+                                                         s.min_batch_interval))
             finally:
                 self.close(sink, consumer)
         except StateRefused as exc:

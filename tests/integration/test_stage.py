@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
+import time
+from datetime import datetime
 
 import pytest
+from confluent_kafka import Producer
 
 from connectors import kafka_io
 from connectors.mysql_sink import read_table
@@ -149,3 +153,66 @@ def test_metrics_move_with_the_stage(endpoints, names, tmp_path):
     finally:
         stage.send_signal(signal.SIGTERM)
         assert stage.wait(60) == 0
+
+
+_COMMITTED = re.compile(r"^(\S+ \S+) INFO logcount.stage: batch (\d+) committed: .* records (\d+),")
+
+
+def _commits(log: str) -> list[tuple[float, int]]:
+    """(commit time, records) of each batch in a stage's log, in order."""
+    out = []
+    for line in log.splitlines():
+        if m := _COMMITTED.match(line):
+            t = datetime.strptime(m[1], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+            out.append((t, int(m[3])))
+    return out
+
+
+def test_pacing_spaces_a_caught_up_stages_batches_but_not_a_backlogs(endpoints, names,
+                                                                      tmp_path):
+    """--min-batch-interval: a backlog still runs batch after batch; once caught up, a steady
+    input gets a batch at most every interval (what arrives meanwhile joins the next one), and
+    every line is counted once."""
+    interval, cap, backlog, ticks, per_tick = 3.0, 1000, 6000, 48, 20
+    topic = names.topic("in")
+    kafka_io.ensure_topic(kafka_io.admin(endpoints.bootstrap), topic, 2)
+    producer = Producer({"bootstrap.servers": endpoints.bootstrap})
+    for i in range(backlog):
+        producer.produce(topic, b"2017-07-30 14:09:08 ERROR backlog %d" % i, partition=i % 2)
+    producer.flush(30)
+    log = tmp_path / "stage.log"
+    stage = start_cli(*stage_args(endpoints, names, "--min-batch-interval", str(interval),
+                                  "--trigger-interval", "0.05",
+                                  "--max-records-per-batch", str(cap)), log_path=log)
+    try:
+        wait_for(lambda: group_offsets(endpoints.bootstrap, names.group, topic)
+                 == end_offsets(endpoints.bootstrap, topic), timeout_s=180, what="the backlog")
+        # A steady input: 20 lines every 0.25 s for 12 s.
+        for t in range(ticks):
+            for i in range(per_tick):
+                producer.produce(topic, b"2017-07-30 14:10:00 ERROR steady %d" % i,
+                                 partition=(t + i) % 2)
+            producer.flush(30)
+            time.sleep(0.25)
+        ends = end_offsets(endpoints.bootstrap, topic)
+        wait_for(lambda: group_offsets(endpoints.bootstrap, names.group, topic) == ends,
+                 timeout_s=60, what="the steady input")
+    finally:
+        stage.send_signal(signal.SIGTERM)
+        assert stage.wait(60) == 0
+    commits = _commits(log.read_text())
+    n_backlog = backlog // cap
+    assert [r for _, r in commits[:n_backlog]] == [cap] * n_backlog, commits
+    # The backlog was not paced: its batches followed each other well inside one interval each.
+    assert commits[n_backlog - 1][0] - commits[0][0] < (n_backlog - 1) * interval / 2, commits
+    steady = commits[n_backlog:]
+    # Start to start >= interval; commit to commit may differ by the batches' own times.
+    gaps = [b[0] - a[0] for a, b in zip(commits[n_backlog - 1:], steady, strict=False)]
+    assert gaps and min(gaps) >= interval - 0.6, gaps
+    # 12 s of input in at most 12 / 3 + 2 batches (back to back it made one per tick or two),
+    # and the stage did not starve it either.
+    assert 3 <= len(steady) <= ticks * 0.25 / interval + 2, steady
+    assert sum(r for _, r in steady) == ticks * per_tick
+    totals = {k: v[-1] for k, v in totals_history(
+        read_all(endpoints.bootstrap, names.topic("out"))).items()}
+    assert totals == {"2017-07-30 14:09:00": backlog, "2017-07-30 14:10:00": ticks * per_tick}

@@ -6,6 +6,7 @@ from pipeline.offsets import (
     OffsetRange,
     batch_cap,
     offsets_to_send,
+    pacing_wait,
     plan_ranges,
     resolve_starts,
 )
@@ -79,3 +80,10 @@ def test_many_ranges_become_a_few_tasks_and_small_batches_one():
     four = [OffsetRange(p, 0, 500_000) for p in range(4)]
     assert task_count(four, parallelism=2) is None, "4 ranges on 2 cores keep their 4 tasks"
     assert task_count(four, parallelism=1) == TASKS_PER_CORE
+
+
+def test_pacing_waits_out_the_rest_of_the_interval_and_never_less_than_nothing():
+    assert pacing_wait(10.0, 10.1, 0.5) == pytest.approx(0.4)
+    assert pacing_wait(10.0, 10.5, 0.5) == 0.0  # the batch took the whole interval
+    assert pacing_wait(10.0, 12.0, 0.5) == 0.0  # a slow batch: the next starts at once
+    assert pacing_wait(10.0, 10.1, 0.0) == 0.0  # no pacing

@@ -123,3 +123,15 @@ def test_every_command_help_has_an_example():
     assert "example" in parser.format_help()
     assert set(EXAMPLES) == {"logcount", "stack", "run", "state", "sink", "produce", "demo",
                              "bench"}
+
+
+def test_pacing_is_checked_where_it_is_read():
+    s = _parse(RunSettings, ["--min-batch-interval", "0.25"])
+    assert s.validate().min_batch_interval == 0.25
+    assert _parse(RunSettings, []).min_batch_interval == 0.0  # no pacing by default
+    for bad in ("-0.1", "61"):
+        with pytest.raises(ConfigError, match="min-batch-interval"):
+            _parse(RunSettings, ["--min-batch-interval", bad])
+    with pytest.raises(ConfigError, match="below --health-stall-seconds"):
+        _parse(RunSettings, ["--min-batch-interval", "30", "--health-stall-seconds", "30"]
+               ).validate()
