@@ -8,11 +8,25 @@ from confluent_kafka import Producer
 
 from connectors import kafka_io
 from connectors.produce import deliver_all
-from formats.shapes import synthetic_lines
+from formats.shapes import expected_from_records, synthetic_lines, synthetic_records
 
 
 def generate(n: int, seed: int) -> list[bytes]:
     return list(synthetic_lines(n, seed))
+
+
+def generate_with_totals(n: int, seed: int) -> tuple[list[bytes], dict[str, int]]:
+    """generate()'s lines and their ERROR count per minute, in one pass: the totals come from the
+    generator's own record of each line (formats/shapes.py), not from any contender's parser."""
+    lines: list[bytes] = []
+
+    def kept(records):
+        for r in records:
+            lines.append(r.value)
+            yield r
+
+    totals = expected_from_records(kept(synthetic_records("seed", n, seed)), ("ERROR",))
+    return lines, totals
 
 
 def write_topic(bootstrap: str, topic: str, lines: Sequence[bytes], partitions: int,

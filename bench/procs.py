@@ -116,6 +116,12 @@ class Child:
             _sample(self.proc.pid, self.stats)
             self._done.wait(SAMPLE_S)
 
+    def sample_now(self) -> ProcStats:
+        """Walk the tree at once, not at the sampler's next tick: the stats as of this moment
+        (to take the CPU of a window between two calls)."""
+        _sample(self.proc.pid, self.stats)
+        return self.stats
+
     def first_line(self, needle: str, after: float = 0.0) -> tuple[float, str] | None:
         return next(((t, s) for t, s in list(self.lines) if needle in s and t >= after), None)
 

@@ -5,18 +5,26 @@ Pure except plot(), which writes a PNG.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 CONTENDERS = ("raw_jvm_consumer", "raw_python_consumer", "spark_structured_streaming",
-              "quixstreams_eos", "logcount_eos", "logcount_alos")
+              "quixstreams_eos", "kafka_streams_eos", "logcount_eos", "logcount_alos")
 
-# (other, logcount_eos's steady state / the other's at least): issue 15's goals (raw JVM, alos)
-# and issue 5's that still stand (Structured Streaming, Quix Streams)
+# (other, logcount_eos's steady state / the other's at least): issue 15's goals (raw JVM, alos),
+# issue 5's that still stand (Structured Streaming, Quix Streams) and issue 29's (Kafka Streams)
 RATIO_GOALS = (("raw_jvm_consumer", 0.5), ("spark_structured_streaming", 1.0),
-               ("quixstreams_eos", 5.0), ("logcount_alos", 0.97))
+               ("quixstreams_eos", 5.0), ("kafka_streams_eos", 1.5), ("logcount_alos", 0.97))
 # Each log shape's steady state against the seed format's (logcount_eos), at least (issue 26).
 FORMAT_RATIO_GOAL = 0.5
 FIRST_COMMIT_GOAL_S = 5.0
+# Issue 29's goals against Kafka Streams, from the latency runs at the latency rate (20,000
+# lines/s by default) and at a tenth of it: CPU per line at most this x Kafka Streams' (with a
+# p99 no higher than its), peak RSS of the stage's Python driver + JVM, and a cold start.
+PEER = "kafka_streams_eos"
+CPU_RATIO_GOAL = 1.0
+PEAK_RSS_GOAL_MB = 600
+COLD_START_GOAL_S = 3.0
 P99_GOAL_MS = 300
 RECOVERY_GOAL_S = 5.0
 RSS_GOAL = 1.1
@@ -29,8 +37,11 @@ WIDE_LATENCY_GOAL = 1.25
 def assemble(runs: dict[str, dict], latency: dict[str, dict], recovery: dict, lines: int,
              large_lines: int, quix_lines: int, cores: int, bench_seconds: int,
              formats: dict[str, str] | None = None,
-             partitions: dict[str, dict] | None = None) -> dict:
-    """results.json: the keys issue 5 names first, then everything behind them."""
+             partitions: dict[str, dict] | None = None,
+             latency_runs: list[dict] | None = None) -> dict:
+    """results.json: the keys issue 5 names first, then everything behind them. `latency` is the
+    stage's latency runs at the latency rate by trigger; `latency_runs` every contender's at
+    every rate, with CPU and RSS (bench/runner.py Bench.measure)."""
     tp = {k: runs[k]["lines_per_s"] for k in CONTENDERS}
     half = latency.get("0.5", {})
     results = {
@@ -40,6 +51,7 @@ def assemble(runs: dict[str, dict], latency: dict[str, dict], recovery: dict, li
         "wall_lines_per_s": {k: runs[k]["wall_lines_per_s"] for k in CONTENDERS},
         "lines_per_cpu_s": {k: runs[k]["lines_per_cpu_s"] for k in CONTENDERS},
         "latency_ms": {"p50": half.get("p50"), "p99": half.get("p99"), "by_trigger": latency},
+        "latency_runs": latency_runs or [],
         "recovery_s": recovery.get("recovery_s"),
         "driver_rss_mb": {"small": runs["logcount_eos"]["driver_rss_mb"],
                           "large": runs["logcount_eos_large"]["driver_rss_mb"],
@@ -85,7 +97,9 @@ def partitions_table(runs: dict[str, dict], latency: dict[str, dict]) -> dict[st
                   "slowest_commit_s": run.get("slowest_commit_s"),
                   "latency_p99_ms": lat.get("p99"), "commit_p99_ms": lat.get("commit_p99_ms"),
                   "rate_lines_per_s": lat.get("rate_lines_per_s"),
-                  "probes": lat.get("probes"), "probes_seen": lat.get("probes_seen")}
+                  "probes": lat.get("probes"), "probes_seen": lat.get("probes_seen"),
+                  "cpu_s_per_m_lines": lat.get("cpu_s_per_m_lines"),
+                  "peak_rss_mb": lat.get("peak_rss_mb")}
     return out
 
 
@@ -124,8 +138,9 @@ def goals(r: dict) -> list[dict]:
         out.append(_goal(f"logcount_eos >= {ratio:g} x {other} (steady state)",
                          None if got is None else round(got, 2), got is not None and got >= ratio))
     first = r["cold_start_s"]["logcount_eos"]
-    out.append(_goal(f"first commit <= {FIRST_COMMIT_GOAL_S:g} s after process start", first,
-                     first is not None and first <= FIRST_COMMIT_GOAL_S))
+    for limit in (FIRST_COMMIT_GOAL_S, COLD_START_GOAL_S):
+        out.append(_goal(f"first commit <= {limit:g} s after process start", first,
+                         first is not None and first <= limit))
     # The lowest p99 of the triggers run: the trigger is the user's choice.
     by_trigger = r["latency_ms"]["by_trigger"]
     best = min(by_trigger.values(), key=lambda x: x["p99"], default=None)
@@ -145,7 +160,60 @@ def goals(r: dict) -> list[dict]:
         got = x["ratio_to_seed"]
         out.append(_goal(f"{shape} ({x['kind']}) >= {FORMAT_RATIO_GOAL:g} x the seed format "
                          f"(steady state)", got, got is not None and got >= FORMAT_RATIO_GOAL))
-    return out + _wide_goals(r.get("partitions", {}))
+    return out + _peer_goals(r.get("latency_runs", [])) + _wide_goals(r.get("partitions", {}))
+
+
+def _peer_goals(runs: list[dict]) -> list[dict]:
+    """Issue 29's goals from the latency runs, logcount_eos against Kafka Streams at the highest
+    rate run and at the lowest; not met where a run is missing. The trigger and the pacing are
+    the user's choice, so at the high rate the stage is judged on its cheapest run whose p99 is
+    no higher than Kafka Streams' (or, when none is, on its lowest p99), and at the low rate on
+    its cheapest run."""
+    rates = sorted({x["target_rate"] for x in runs})
+    high, low = (rates[-1], rates[0]) if len(rates) > 1 else (rates[-1] if rates else None, None)
+
+    def of(contender: str, rate: int | None) -> list[dict]:
+        return [x for x in runs if x["contender"] == contender and x["target_rate"] == rate
+                and not math.isnan(x["p99"])]
+
+    def cheapest(xs: list[dict]) -> dict | None:
+        return min((x for x in xs if x.get("cpu_s_per_m_lines")),
+                   key=lambda x: x["cpu_s_per_m_lines"], default=None)
+
+    def cpu_ratio(stage: dict | None, peer: dict | None) -> float | None:
+        a, b = (stage or {}).get("cpu_s_per_m_lines"), (peer or {}).get("cpu_s_per_m_lines")
+        return round(a / b, 2) if a and b else None
+
+    def at(rate: int | None) -> str:
+        return "?" if rate is None else f"{rate:,}"
+
+    peer = min(of(PEER, high), key=lambda x: x["p99"], default=None)
+    peer_p99 = (peer or {}).get("p99")
+    stages = of("logcount_eos", high)
+    stage = (cheapest([x for x in stages if peer_p99 is not None and x["p99"] <= peer_p99])
+             or min(stages, key=lambda x: x["p99"], default=None))
+    stage_low, peer_low = cheapest(of("logcount_eos", low)), cheapest(of(PEER, low))
+    how = run_setting(stage) if stage else "?"
+    cpu, cpu_low = cpu_ratio(stage, peer), cpu_ratio(stage_low, peer_low)
+    p99 = (stage or {}).get("p99")
+    rss = (stage or {}).get("peak_rss_mb")
+    return [
+        _goal(f"CPU per line at {at(high)} lines/s <= {CPU_RATIO_GOAL:g} x {PEER}'s ({how})",
+              cpu, cpu is not None and cpu <= CPU_RATIO_GOAL),
+        _goal(f"p99 latency at {at(high)} lines/s <= {PEER}'s ({_n(peer_p99)} ms; {how})", p99,
+              p99 is not None and peer_p99 is not None and p99 <= peer_p99),
+        _goal(f"CPU per line at {at(low)} lines/s <= {CPU_RATIO_GOAL:g} x {PEER}'s "
+              f"({run_setting(stage_low) if stage_low else '?'})", cpu_low,
+              cpu_low is not None and cpu_low <= CPU_RATIO_GOAL),
+        _goal(f"peak RSS, Python driver + JVM, at {at(high)} lines/s <= {PEAK_RSS_GOAL_MB} MB "
+              f"({how})", rss, rss is not None and rss <= PEAK_RSS_GOAL_MB),
+    ]
+
+
+def run_setting(run: dict) -> str:
+    """How a stage's latency run was set: its trigger, and its pacing when it had one."""
+    t, m = run.get("trigger_interval_s"), run.get("min_batch_interval_s")
+    return ("" if t is None else f"trigger {t:g} s") + (f", paced {m:g} s" if m else "")
 
 
 def _goal(goal: str, value, met: bool) -> dict:
@@ -154,6 +222,15 @@ def _goal(goal: str, value, met: bool) -> dict:
 
 def _n(x) -> str:
     return "-" if x is None else f"{x:,}"
+
+
+def latency_rows(r: dict) -> list[tuple[str, dict]]:
+    """(row name, run) for every latency run; a results.json from before issue 29 has only the
+    stage's by trigger."""
+    runs = r.get("latency_runs") or [
+        {"contender": "logcount_eos", **x} for x in r["latency_ms"]["by_trigger"].values()]
+    return [(x["contender"] + (f", {run_setting(x)}" if run_setting(x) else ""), x)
+            for x in runs]
 
 
 def markdown(r: dict) -> str:
@@ -170,13 +247,15 @@ def markdown(r: dict) -> str:
                      f"{_n(x.get('steady_lines_per_s'))} | {x['lines_per_s']:,} | "
                      f"{x['wall_lines_per_s']:,} | {x['lines_per_cpu_s']:,} | "
                      f"{x['records']:,} | {x['seconds']} | {x['wall_seconds']} |")
-    lat = r["latency_ms"]["by_trigger"]
-    lines += ["", "| latency (produce -> seen by a read_committed reader) | p50 ms | p99 ms | "
-              "max ms | probes seen | rate lines/s | p99 ms in the warm-up |",
-              "|---|---:|---:|---:|---:|---:|---:|"]
-    for t, x in lat.items():
-        lines.append(f"| trigger {t} s | {x['p50']} | {x['p99']} | {x['max']} | "
-                     f"{x['probes_seen']}/{x['probes']} | {x['rate_lines_per_s']:,} | "
+    lines += ["", "| latency (produce -> seen by a read_committed reader) | rate lines/s | "
+              "p50 ms | p99 ms | max ms | probes seen | CPU-s per million lines | "
+              "peak RSS MB (JVM) | p99 ms in the warm-up |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for name, x in latency_rows(r):
+        lines.append(f"| {name} | {x['rate_lines_per_s']:,} | {x['p50']} | {x['p99']} | "
+                     f"{x['max']} | {x['probes_seen']}/{x['probes']} | "
+                     f"{_n(x.get('cpu_s_per_m_lines'))} | {_n(x.get('peak_rss_mb'))} "
+                     f"({_n(x.get('jvm_rss_mb'))}) | "
                      f"{x.get('warmup_p99')} (first {x.get('warmup_seconds')} s) |")
     sc = r["scaling_lines_per_s"]
     rss = r["driver_rss_mb"]
@@ -193,10 +272,12 @@ def markdown(r: dict) -> str:
     if r.get("partitions"):
         lines += ["", "| input partitions (logcount_eos, same run) | lines/s (steady state) | "
                   "lines/s (processing) | slowest commit s (backlog) | latency p99 ms | "
-                  "commit p99 ms (latency run) |", "|---:|---:|---:|---:|---:|---:|"]
+                  "commit p99 ms (latency run) | CPU-s per million lines (latency run) | "
+                  "peak RSS MB (latency run) |", "|---:|---:|---:|---:|---:|---:|---:|---:|"]
         lines += [f"| {p} | {_n(x['steady_lines_per_s'])} | {_n(x['lines_per_s'])} | "
                   f"{_n(x['slowest_commit_s'])} | {_n(x['latency_p99_ms'])} | "
-                  f"{_n(x['commit_p99_ms'])} |" for p, x in r["partitions"].items()]
+                  f"{_n(x['commit_p99_ms'])} | {_n(x.get('cpu_s_per_m_lines'))} | "
+                  f"{_n(x.get('peak_rss_mb'))} |" for p, x in r["partitions"].items()]
     lines += ["", f"Recovery (SIGKILL -> next committed batch): {r['recovery_s']} s. "
               f"Driver peak RSS (Python): {rss['small']} MB at {r['lines']:,} lines, "
               f"{rss['large']} MB at {r['large_lines']:,}; the Spark JVM (local mode: driver "
@@ -235,23 +316,32 @@ def plot(r: dict, path: Path) -> None:
     for y, v in enumerate(cold):
         b.text(v, y, f" {v:.1f} s", va="center", fontsize=7)
     b.axvline(FIRST_COMMIT_GOAL_S, color="#c33", ls="--", lw=1)
+    b.axvline(COLD_START_GOAL_S, color="#c33", ls=":", lw=1)
     b.invert_yaxis()
     b.tick_params(axis="y", labelsize=8)
     b.set_xlabel("seconds from process start to the first result (lower is better)")
-    b.set_title(f"Cold start (goal for logcount_eos: {FIRST_COMMIT_GOAL_S:g} s)", fontsize=10)
+    b.set_title(f"Cold start (goals for logcount_eos: {FIRST_COMMIT_GOAL_S:g} s, "
+                f"{COLD_START_GOAL_S:g} s)", fontsize=10)
 
-    lat = r["latency_ms"]["by_trigger"]
-    triggers = list(lat)
-    xs = range(len(triggers))
-    c.bar([x - 0.2 for x in xs], [lat[t]["p50"] for t in triggers], width=0.4, label="p50",
+    rows = latency_rows(r)
+    xs = range(len(rows))
+    c.bar([x - 0.2 for x in xs], [x["p50"] for _, x in rows], width=0.4, label="p50",
           color="#e8a33d")
-    c.bar([x + 0.2 for x in xs], [lat[t]["p99"] for t in triggers], width=0.4, label="p99",
+    c.bar([x + 0.2 for x in xs], [x["p99"] for _, x in rows], width=0.4, label="p99",
           color="#b5651d")
+    for x, (_, run) in zip(xs, rows, strict=True):
+        if run.get("cpu_s_per_m_lines") is not None:
+            c.text(x, run["p99"], f"{run['cpu_s_per_m_lines']:g} CPU-s/M\n"
+                   f"{run['peak_rss_mb']:,.0f} MB", ha="center", va="bottom", fontsize=6)
     c.axhline(P99_GOAL_MS, color="#c33", ls="--", lw=1, label=f"p99 goal {P99_GOAL_MS} ms")
-    c.set_xticks(list(xs), [f"trigger {t} s" for t in triggers])
+    c.set_xticks(list(xs), [name.replace(", trigger ", "\nt ") + f"\n{x['target_rate']:,}/s"
+                            if "target_rate" in x else name.replace(", trigger ", "\nt ")
+                            for name, x in rows], fontsize=6)
+    c.set_ylim(top=max((x["p99"] for _, x in rows), default=P99_GOAL_MS) * 1.25)
     c.set_ylabel("ms, produced -> seen with read_committed")
-    c.set_title("End-to-end latency, exactly-once", fontsize=10)
-    c.legend(fontsize=7, loc="upper left")
+    c.set_title("End-to-end latency, exactly-once (CPU per million lines, peak RSS)",
+                fontsize=10)
+    c.legend(fontsize=6, loc="upper right")
 
     sc = r["scaling_lines_per_s"]
     labels = [f"{k} core" for k in sc["spark_cores"]] + [

@@ -6,16 +6,19 @@ stage's first plan, the streaming query's start, the consumer's creation, the JV
 start) and ends at its last commit; start-up (JVM, Spark session) is reported apart, as wall
 throughput, because a streaming stage pays it once per deployment. Each contender's progress
 lines also give its cold start (process start -> first result) and its steady state (after the
-first result), apart (bench/phases.py).
+first result), apart (bench/phases.py). The latency runs also give each contender's CPU-seconds
+per million lines and peak RSS at the latency rate and at a tenth of it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
 import re
 import signal
+import subprocess
 import sys
 import time
 import uuid
@@ -41,6 +44,16 @@ _COMMIT = re.compile(r"batch \d+ committed: .* commit ([\d.]+)s$")
 PARTITION_AXIS = (4, 64, 256)
 # Generous ceilings: a contender that hangs fails the bench with its last output, never stalls it.
 RUN_TIMEOUT_S = 3600
+# kafka_streams_eos (bench/streams/): one Java file, compiled at bench time against the jars
+# scripts/setup.sh fetched (jvm/kafka-streams/pom.xml).
+STREAMS_SOURCE = Path(__file__).with_name("streams") / "LogCountStreams.java"
+# The latency runs' second rate: the main rate (--latency-rate, 20,000 by default) / this, the
+# pace of a real service, where a contender's fixed costs show.
+LOW_RATE_DIVISOR = 10
+# The paced latency runs' --min-batch-interval (issue 29): a quarter second halves the stage's CPU
+# at 20,000 lines/s for ~100 ms more latency (0.5 s cut it to a third for ~250 ms more p50):
+# scratch runs of Bench.latency, 45 s each, in the note of issue 29.
+PACED_INTERVAL_S = 0.25
 
 
 class Bench:
@@ -132,6 +145,35 @@ class Bench:
         return self.record("quixstreams_eos", c, got["records"], got["seconds"],
                            phases.progress_checkpoints(c.timeline()))
 
+    def streams_argv(self, topic: str, tag: str, *extra: str) -> list[str]:
+        """kafka_streams_eos on `topic`, writing to a fresh compacted output topic of one
+        partition, as the stage's (`name(f"{tag}-out")`; Kafka Streams does not create a sink)."""
+        out = self.name(f"{tag}-out")
+        kafka_io.ensure_topic(kafka_io.admin(self.bootstrap), out, 1,
+                              {"cleanup.policy": "compact"})
+        return streams_java_argv(self.bootstrap, topic, out, self.name(tag),
+                                 "--state-dir", str(self.out / "kafka-streams-state"), *extra)
+
+    def kafka_streams(self, topic: str, n: int, want: dict[str, int]) -> dict:
+        label = "kafka_streams_eos"
+        c = self.child(label, self.streams_argv(topic, "ks", "--records", str(n)))
+        self.check(c, c.wait(RUN_TIMEOUT_S))
+        got = _json_line(c)
+        run = self.record(label, c, got["records"], got["seconds"],
+                          phases.progress_checkpoints(c.timeline()))
+        self.verify(label, self.name("ks-out"), want)
+        return run
+
+    def verify(self, label: str, topic: str, want: dict[str, int]) -> None:
+        """The output topic's committed totals must be the expected ones, every minute."""
+        got = committed_totals(self.bootstrap, topic)
+        if got != want:
+            wrong = sorted(k for k in set(got) | set(want) if got.get(k) != want.get(k))
+            raise DependencyError(f"{label}: {len(wrong)} minute totals differ from what was "
+                                  f"generated, e.g. {wrong[0]}: {got.get(wrong[0])} against "
+                                  f"{want.get(wrong[0])}")
+        self.runs[label]["output_verified"] = True
+
     def stage_argv(self, topic: str, tag: str, *extra: str) -> list[str]:
         return [sys.executable, "-m", "logcount.cli", "run", "--bootstrap-servers",
                 self.bootstrap, "--input-topic", topic, "--output-topic", self.name(f"{tag}-out"),
@@ -162,13 +204,7 @@ class Bench:
         run = self.logcount(label, topic, *flags)
         fmt = from_namespace(RunSettings, _run_parser().parse_args(list(flags)), {}).line_format
         run["format_kind"] = fmt.kind
-        want = expected_from_records(records, fmt.levels)
-        got = committed_totals(self.bootstrap, self.name(f"{label}-out"))
-        if got != want:
-            wrong = sorted(k for k in set(got) | set(want) if got.get(k) != want.get(k))
-            raise DependencyError(f"{label}: {len(wrong)} minute totals differ from what was "
-                                  f"generated, e.g. {wrong[0]}: {got.get(wrong[0])} against "
-                                  f"{want.get(wrong[0])}")
+        self.verify(label, self.name(f"{label}-out"), expected_from_records(records, fmt.levels))
         return label
 
     def check(self, c: Child, rc: int) -> None:
@@ -176,54 +212,104 @@ class Bench:
             raise DependencyError(f"{c.argv[0]} {' '.join(c.argv[1:3])} exited {rc}: {c.tail()}")
 
     # -- latency and recovery -----------------------------------------------------------------
-    def latency(self, trigger: float, filler: list[bytes], partitions: int = 4) -> dict:
-        tag = f"lat{trigger:g}".replace(".", "_") + ("" if partitions == 4 else f"p{partitions}")
+    def latency(self, trigger: float, filler: list[bytes], partitions: int = 4,
+                rate: int | None = None, pacing: float = 0.0) -> dict:
+        """The stage at `trigger` under `rate` lines/s (--latency-rate unless given), with
+        --min-batch-interval `pacing` when it is not 0."""
+        rate = rate or self.s.latency_rate
+        suffix = ("" if rate == self.s.latency_rate else f"r{rate}") + (
+            f"m{pacing:g}".replace(".", "_") if pacing else "")
+        tag = (f"lat{trigger:g}".replace(".", "_") + ("" if partitions == 4 else f"p{partitions}")
+               + suffix)
+        topic = self.loaded_topic(tag, filler, partitions)
+        label = (f"latency_trigger_{trigger:g}" + ("" if rate == self.s.latency_rate
+                                                    else f"_{rate}")
+                 + (f"_paced_{pacing:g}" if pacing else ""))
+        flags = ["--trigger-interval", str(trigger)]
+        if pacing:
+            flags += ["--min-batch-interval", str(pacing)]
+        c = self.child(label, self.stage_argv(topic, tag, *flags))
+        result = self.measure(c, "batch 1 committed", topic, tag, filler, rate, partitions)
+        commits = commit_seconds(c)[1:]  # the first batch is the warm-up's backlog
+        result = {"contender": "logcount_eos", "trigger_interval_s": trigger,
+                  "min_batch_interval_s": pacing, **result,
+                  "batches": len(commits),
+                  "commit_p99_ms": round(percentile([x * 1000 for x in commits], 99), 1)
+                  if commits else None}
+        log.info("latency at trigger %gs, %d partitions, %d lines/s: %s", trigger, partitions,
+                 rate, result)
+        return result
+
+    def latency_streams(self, filler: list[bytes], rate: int) -> dict:
+        """kafka_streams_eos under `rate` lines/s: the same producer, probes and reader."""
+        tag = f"latks-r{rate}"
+        topic = self.loaded_topic(tag, filler, 4)
+        c = self.child(f"latency_kafka_streams_{rate}", self.streams_argv(topic, tag))
+        result = {"contender": "kafka_streams_eos", "trigger_interval_s": None,
+                  **self.measure(c, "progress ", topic, tag, filler, rate, 4)}
+        log.info("latency of kafka_streams_eos at %d lines/s: %s", rate, result)
+        return result
+
+    def loaded_topic(self, tag: str, filler: list[bytes], partitions: int) -> str:
+        """A latency run's input topic, holding the 1,000 lines the contender warms up on."""
         topic = self.name(f"{tag}-in")
         kafka_io.ensure_topic(kafka_io.admin(self.bootstrap), topic, partitions)
         data.write_topic(self.bootstrap, topic, filler[:1000], partitions)
-        c = self.child(f"latency_trigger_{trigger:g}", self.stage_argv(
-            topic, tag, "--trigger-interval", str(trigger)))
+        return topic
+
+    def measure(self, c: Child, warm_line: str, topic: str, tag: str, filler: list[bytes],
+                rate: int, partitions: int) -> dict:
+        """Once `c` shows `warm_line` (its first result committed): `rate` lines/s with probes,
+        the warm-up apart, then latency, CPU-seconds per million lines and peak RSS over the
+        measured window. Stops `c` with SIGTERM."""
         try:
-            c.wait_for_line("batch 1 committed", 180)  # warm: session up, first batch done
+            # 180 s: a cold start is seconds (Spark's ~4 s); minutes mean it is stuck.
+            c.wait_for_line(warm_line, 180)
             reader = ProbeReader(self.bootstrap, self.name(f"{tag}-out"), self.name(f"{tag}-rd"))
             reader.start()
             # Steady state: the first seconds of a fresh JVM are compilation, not the stage's
             # pace; they are produced at the same rate but reported apart (`warmup_*`).
             warm = self.s.latency_warmup_seconds
-            producer = RateProducer(self.bootstrap, topic, filler, self.s.latency_rate,
+            producer = RateProducer(self.bootstrap, topic, filler, rate,
                                     warm + self.s.latency_seconds, partitions)
             t0 = time.monotonic()
             producer.start()
+            time.sleep(max(0.0, t0 + warm - time.monotonic()))
+            cpu0, lines0 = c.sample_now().cpu_seconds, producer.lines
             producer.join()
+            stats = c.sample_now()
+            cpu, lines = stats.cpu_seconds - cpu0, producer.lines - lines0
+            rss, jvm_rss = stats.peak_rss_mb(), stats.peak_rss_mb("java")
             produced_for = time.monotonic() - t0
+            # 30 s: a contender that keeps up shows every probe within a second or two.
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline and set(producer.sent) - set(reader.seen):
                 time.sleep(0.1)
             reader.stop.set()
-            reader.join(10)
+            reader.join(10)  # the reader's poll returns within 50 ms
         finally:
             c.signal(signal.SIGTERM)
-            c.wait(120)
+            c.wait(120)  # 120 s: a stop finishes the batch in flight and closes, seconds
 
         def ms(keys):
             return [(reader.seen[k] - producer.sent[k]) * 1000 for k in keys if k in reader.seen]
 
         measured = [k for k, t in producer.sent.items() if t >= t0 + warm]
-        commits = commit_seconds(c)[1:]  # the first batch is the warm-up's backlog
         warming = [k for k, t in producer.sent.items() if t < t0 + warm]
         lat, cold = ms(measured), ms(warming)
-        result = {"trigger_interval_s": trigger, "probes": len(measured),
-                  "probes_seen": len(lat),
-                  "rate_lines_per_s": round(producer.achieved_rate(produced_for)),
-                  "p50": round(percentile(lat, 50), 1), "p99": round(percentile(lat, 99), 1),
-                  "max": round(max(lat), 1) if lat else None,
-                  "warmup_seconds": warm, "warmup_probes_seen": f"{len(cold)}/{len(warming)}",
-                  "warmup_p99": round(percentile(cold, 99), 1) if cold else None,
-                  "input_partitions": partitions, "batches": len(commits),
-                  "commit_p99_ms": round(percentile([x * 1000 for x in commits], 99), 1)
-                  if commits else None}
-        log.info("latency at trigger %gs, %d partitions: %s", trigger, partitions, result)
-        return result
+        return {"target_rate": rate, "probes": len(measured), "probes_seen": len(lat),
+                "rate_lines_per_s": round(producer.achieved_rate(produced_for)),
+                "p50": round(percentile(lat, 50), 1), "p99": round(percentile(lat, 99), 1),
+                "max": round(max(lat), 1) if lat else None,
+                "warmup_seconds": warm, "warmup_probes_seen": f"{len(cold)}/{len(warming)}",
+                "warmup_p99": round(percentile(cold, 99), 1) if cold else None,
+                "input_partitions": partitions,
+                # The CPU of the contender's whole process tree over the measured window (the
+                # broker's is not in it), per million lines produced in that window; the peak
+                # RSS (VmHWM, each process's, summed) from its start to the window's end.
+                "window_lines": lines, "window_cpu_seconds": round(cpu, 2),
+                "cpu_s_per_m_lines": round(cpu / lines * 1e6, 1) if lines else None,
+                "peak_rss_mb": round(rss, 1), "jvm_rss_mb": round(jvm_rss, 1)}
 
     def recovery(self, filler: list[bytes]) -> dict:
         topic = self.name("rec-in")
@@ -305,6 +391,39 @@ def consumer_performance_argv(bootstrap: str, topic: str, n: int, group: str,
             *extra]
 
 
+def streams_java_argv(bootstrap: str, topic: str, out: str, app_id: str,
+                      *extra: str) -> list[str]:
+    """bench/streams/LogCountStreams.java with JVM defaults (no heap or GC flags: the JVM's own
+    sizing, as a Kafka Streams service is commonly started), slf4j at WARN."""
+    return ["java", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", streams_classpath(),
+            "LogCountStreams", "--bootstrap-servers", bootstrap, "--topic", topic,
+            "--output-topic", out, "--application-id", app_id, *extra]
+
+
+def streams_classpath() -> str:
+    """The compiled Kafka Streams contender and its jars: compiled with javac into
+    .cache/classes/kafka-streams-<hash> the first time its source (or the jars) is seen."""
+    jars = jars_dir() / "kafka-streams"
+    if not (jars / ".stamp").exists():
+        raise DependencyError(f"{jars} is missing: run ./scripts/setup.sh (it fetches the Kafka "
+                              "Streams jars with mvn)")
+    digest = hashlib.sha256(STREAMS_SOURCE.read_bytes())
+    digest.update((jars / ".stamp").read_bytes())
+    classes = home() / ".cache" / "classes" / f"kafka-streams-{digest.hexdigest()[:16]}"
+    cp = f"{jars}/*"
+    if not classes.exists():
+        tmp = classes.with_name(classes.name + f".tmp{os.getpid()}")
+        tmp.mkdir(parents=True, exist_ok=True)
+        log.info("compiling %s with javac (once)", STREAMS_SOURCE)
+        # 300 s: javac compiles one file in seconds; far past that it is stuck.
+        r = subprocess.run(["javac", "-d", str(tmp), "-cp", cp, str(STREAMS_SOURCE)],
+                           capture_output=True, text=True, timeout=300)
+        if r.returncode != 0:
+            raise DependencyError(f"javac {STREAMS_SOURCE.name}: {r.stderr.strip()[-1000:]}")
+        tmp.rename(classes)
+    return f"{classes}:{cp}"
+
+
 def _json_line(c: Child) -> dict:
     for _, s in reversed(c.lines):
         if s.startswith("{"):
@@ -318,7 +437,6 @@ def quix_python() -> Path:
     python = venv / "bin" / "python"
     stamp = venv / ".installed"
     if not stamp.exists():
-        import subprocess
         import venv as venv_mod
 
         log.info("installing quixstreams==%s into %s (once)", QUIX_VERSION, venv)
@@ -338,17 +456,19 @@ def run_bench(s: BenchSettings) -> int:
     n = s.lines
     quix_n = min(s.quix_lines or n, n)
     large = n * s.large_factor
+    low = max(20, s.latency_rate // LOW_RATE_DIVISOR)
     # records each step reads, for the progress bar: 2x produce, the contenders (the JVM tool
     # twice), scaling, RSS
     wide = [p for p in PARTITION_AXIS if p != 4]
-    steps = [n * 4, n * 2, n, n, quix_n, n, n, n, n, n, large, n * len(BENCH_SHAPES),
+    steps = [n * 4, n * 2, n, n, quix_n, n, n, n, n, n, n, large, n * len(BENCH_SHAPES),
              n * 2 * len(wide), large]
     progress = Progress(sum(steps), "bench")
     os.environ.setdefault("PYTHONPATH", str(home()))
     t_start = time.monotonic()
+    streams_classpath()  # compiled (or its jars found missing) before anything is measured
     try:
         log.info("generating %d synthetic lines (seed %d)", n, s.seed)
-        lines = data.generate(n, s.seed)
+        lines, want = data.generate_with_totals(n, s.seed)
         topics = {p: b.name(f"in-p{p}") for p in (1, 4, 8)}
         for p, topic in topics.items():
             data.write_topic(b.bootstrap, topic, lines, p)
@@ -365,7 +485,10 @@ def run_bench(s: BenchSettings) -> int:
         progress.advance(n)
         b.quix(main, quix_n)
         progress.advance(quix_n)
+        b.kafka_streams(main, n, want)
+        progress.advance(n)
         b.logcount("logcount_eos", main)
+        b.verify("logcount_eos", b.name("logcount_eos-out"), want)
         progress.advance(n)
         b.logcount("logcount_alos", main, "--delivery", "at-least-once")
         progress.advance(n)
@@ -384,13 +507,18 @@ def run_bench(s: BenchSettings) -> int:
             b.logcount(f"logcount_eos_p{p}", b.name(f"in-p{p}"))
             progress.advance(n * 2)
         lat = {str(t): b.latency(t, lines) for t in (0.5, 1.0)}
+        # CPU and memory beside Kafka Streams (issue 29): at the latency rate and at a tenth.
+        lat_runs = [*lat.values(), b.latency(0.5, lines, pacing=PACED_INTERVAL_S),
+                    b.latency_streams(lines, s.latency_rate), b.latency(0.5, lines, rate=low),
+                    b.latency(0.5, lines, rate=low, pacing=PACED_INTERVAL_S),
+                    b.latency_streams(lines, low)]
         lat_axis = {"4": lat["0.5"], **{str(p): b.latency(0.5, lines, p) for p in wide}}
         rec = b.recovery(lines)
         progress.advance(large)
     finally:
         progress.close()
     results = report.assemble(b.runs, lat, rec, n, large, quix_n, os.cpu_count() or 0,
-                              round(time.monotonic() - t_start), shapes, lat_axis)
+                              round(time.monotonic() - t_start), shapes, lat_axis, lat_runs)
     (b.out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     (b.out / "results.md").write_text(report.markdown(results))
     report.plot(results, b.out / "results.png")

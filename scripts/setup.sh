@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One-command set-up for a fresh Debian machine (Python 3.11, JDK 17, Maven): MariaDB server from
 # Debian packages, the .venv with `logcount`, the JVM jars (Kafka broker, Spark's Kafka
-# connector) from Maven Central into the git-ignored .cache/,
+# connector, Kafka Streams for the bench) from Maven Central into the git-ignored .cache/,
 # toxiproxy, and promtool from Debian's prometheus package. Safe and quick to run again: each
 # step is skipped when its stamp says it is already done for the current inputs.
 set -euo pipefail
@@ -57,6 +57,7 @@ fetch_jars() {  # fetch_jars NAME POM_DIR [extra -D...]
   fi
 }
 fetch_jars kafka jvm/kafka-broker
+fetch_jars kafka-streams jvm/kafka-streams  # the bench's kafka_streams_eos (bench/streams/)
 spark_version=$(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("pyspark"))')
 fetch_jars spark-kafka jvm/spark-kafka "-Dspark.version=$spark_version"
 

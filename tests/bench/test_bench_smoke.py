@@ -1,8 +1,9 @@
 """A small run of the whole benchmark harness, so that it cannot rot between real runs.
 
 It asserts that every contender really processed the data (records counted by each), that the
-latency probes were all seen through a read_committed reader, that recovery was measured, and
-that the three outputs exist. Speed is not asserted here: goals are judged by `logcount bench`
+latency probes were all seen through a read_committed reader (Kafka Streams' and the stage's, at
+both rates, with their CPU and RSS), that recovery was measured, and that the three outputs
+exist. Speed is not asserted here: goals are judged by `logcount bench`
 at full size (README, Benchmarks), never by a timed test.
 """
 
@@ -11,7 +12,7 @@ import json
 import pytest
 
 from bench.report import CONTENDERS
-from bench.runner import BENCH_SHAPES, PARTITION_AXIS
+from bench.runner import BENCH_SHAPES, PACED_INTERVAL_S, PARTITION_AXIS
 from tests.helpers import cli
 
 pytestmark = pytest.mark.bench
@@ -44,6 +45,20 @@ def test_bench_harness_end_to_end(endpoints, tmp_path):
     for trigger in ("0.5", "1.0"):
         lat = results["latency_ms"]["by_trigger"][trigger]
         assert lat["probes"] >= 50 and lat["probes_seen"] == lat["probes"], lat
+    # Kafka Streams' output was checked against the generator's totals by the harness (a
+    # difference fails the run), as logcount_eos's; both ran at the latency rate and a tenth.
+    assert runs["kafka_streams_eos"]["output_verified"] and runs["logcount_eos"]["output_verified"]
+    ran = {(x["contender"], x["trigger_interval_s"], x.get("min_batch_interval_s"),
+            x["target_rate"]) for x in results["latency_runs"]}
+    paced = PACED_INTERVAL_S
+    assert ran == {("logcount_eos", 0.5, 0.0, 2000), ("logcount_eos", 1.0, 0.0, 2000),
+                   ("logcount_eos", 0.5, paced, 2000), ("kafka_streams_eos", None, None, 2000),
+                   ("logcount_eos", 0.5, 0.0, 200), ("logcount_eos", 0.5, paced, 200),
+                   ("kafka_streams_eos", None, None, 200)}, ran
+    for lat in results["latency_runs"]:
+        assert lat["probes"] >= 50 and lat["probes_seen"] == lat["probes"], lat
+        assert lat["cpu_s_per_m_lines"] > 0 and lat["window_lines"] > 0, lat
+        assert lat["jvm_rss_mb"] > 50 and lat["peak_rss_mb"] >= lat["jvm_rss_mb"], lat
     assert 0 < results["latency_ms"]["p50"] <= results["latency_ms"]["p99"]
     assert results["recovery_s"] > 0
     assert results["driver_rss_mb"]["small"] > 10 and results["driver_rss_mb"]["large"] > 10
@@ -59,10 +74,14 @@ def test_bench_harness_end_to_end(endpoints, tmp_path):
         row = results["partitions"][str(p)]
         assert row["latency_p99_ms"] > 0 and row["commit_p99_ms"] > 0, (p, row)
         assert row["probes"] >= 50 and row["probes_seen"] == row["probes"], (p, row)
-    assert results["cores"] >= 1 and len(results["goals"]) == 8 + len(BENCH_SHAPES) + 3
+    assert results["cores"] >= 1 and len(results["goals"]) == 14 + len(BENCH_SHAPES) + 3
 
     assert (out / "results.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     md = (out / "results.md").read_text()
     assert all(f"| {k} |" in md for k in CONTENDERS) and "| goal |" in md
     assert "cold start s (first result)" in md and "lines/s (steady state)" in md
+    # Kafka Streams: a throughput row and a latency row per rate; the stage's 0.5 s trigger too.
+    assert md.count("| kafka_streams_eos |") == 3 and "CPU-s per million lines" in md
+    assert md.count("| logcount_eos, trigger 0.5 s |") == 2
+    assert md.count(f"| logcount_eos, trigger 0.5 s, paced {PACED_INTERVAL_S:g} s |") == 2
     assert all(f"| {shape} |" in md for shape in BENCH_SHAPES) and "x the seed format" in md
