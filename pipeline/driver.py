@@ -574,7 +574,7 @@ class Stage:
                         if s.once:
                             break
                         self.stop.event.wait(s.trigger_interval)
-                    elif not (s.once or self.backlogged):
+                    elif s.min_batch_interval and not (s.once or self.backlogged):
                         # Pacing: a caught-up stage waits out the rest of the interval, so what
                         # arrives meanwhile joins the next batch instead of making its own.
                         self.stop.event.wait(pacing_wait(started, time.monotonic(),
