@@ -38,11 +38,14 @@ def main() -> int:
     ap.add_argument("--cycles", type=int, default=150)
     ap.add_argument("--conf", action="append", default=[], help="a SQL setting, KEY=VALUE")
     ap.add_argument("--jfr", action="store_true", help="record cycle.jfr (profile settings)")
+    ap.add_argument("--partitions", type=int, default=4, help="the topic's partitions")
+    ap.add_argument("--tasks", type=int, default=None,
+                    help="tasks per batch (default: the stage's rule, job.batch_shape)")
     args = ap.parse_args()
     stack.up(log=lambda line: None)
     topic = f"cycle-{uuid.uuid4().hex[:6]}"
     adm = kafka_io.admin(stack.BOOTSTRAP)
-    kafka_io.ensure_topic(adm, topic, 4, None, 1)
+    kafka_io.ensure_topic(adm, topic, args.partitions, None, 1)
     java = spark_java_options() or ""
     if args.jfr:
         java += " -XX:StartFlightRecording=filename=cycle.jfr,settings=profile"
@@ -50,10 +53,11 @@ def main() -> int:
     for item in args.conf:
         key, _, value = item.partition("=")
         spark.conf.set(key, value)
-    producer = RateProducer(stack.BOOTSTRAP, topic, data.generate(200_000, 1), 20_000, 3600, 4)
+    producer = RateProducer(stack.BOOTSTRAP, topic, data.generate(200_000, 1), 20_000, 3600,
+                           args.partitions)
     producer.start()
     options = {"group.id": f"{topic}-spark"}
-    starts = dict.fromkeys(range(4), 0)
+    starts = dict.fromkeys(range(args.partitions), 0)
     time.sleep(1)
     rows = []
     for i in range(args.cycles):
@@ -63,7 +67,11 @@ def main() -> int:
         stable = kafka_io.list_offsets(adm, topic, parts, OffsetSpec.latest())
         ranges = plan_ranges(starts, stable, 2_000_000 if i else 2_000)
         t.append(time.monotonic())
-        df = job.read_ranges(spark, stack.BOOTSTRAP, topic, ranges, options).coalesce(1)
+        df = job.read_ranges(spark, stack.BOOTSTRAP, topic, ranges, options)
+        shape = job.batch_shape(ranges, spark.sparkContext.defaultParallelism)
+        tasks = args.tasks or shape.tasks
+        if tasks is not None:
+            df = df.coalesce(tasks)
         t.append(time.monotonic())
         frame = job.batch_frame(df, LineFormat(), None, None)
         t.append(time.monotonic())
@@ -72,7 +80,9 @@ def main() -> int:
         t.append(time.monotonic())
         qe.executedPlan()
         t.append(time.monotonic())
-        frame.collect()
+        # The stage's choice of projections, unless the command line sets its own.
+        with job.projections(spark, interpreted=shape.interpreted and not args.conf):
+            frame.collect()
         t.append(time.monotonic())
         time.sleep(TRANSACTION_S)
         starts.update({r.partition: r.end for r in ranges})

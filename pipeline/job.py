@@ -8,6 +8,7 @@ per-line work.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 from collections.abc import Mapping, Sequence
@@ -43,16 +44,66 @@ SINGLE_TASK_MAX_RECORDS = 50_000
 # (issue #30). Two per core keeps every core busy when ranges differ in size; each task reads its
 # ranges one after another (coalesce, no shuffle). A 4-partition topic keeps its 4 tasks.
 TASKS_PER_CORE = 2
+# A small batch over more ranges than this is read by one task per core instead of one task:
+# each range costs a reader, a projection and a fetch round trip, which one task pays serially.
+# A batch whose ranges hold at most INTERPRETED_MAX_RECORDS_PER_RANGE records on average makes
+# its row projections interpreted instead of generated (spark.sql.codegen.factoryMode=NO_CODEGEN,
+# set for that batch's job): Spark creates an UnsafeProjection per range in every batch, and a
+# generated one costs ~1 ms even when its class is cached (the code is made again to look it up);
+# interpreted it is nearly free, but every row then costs more (the setting reaches the whole
+# plan: its parse and aggregation run interpreted too, ~2x the per-row time). Measured warm on 2 cores with
+# `python -m bench.cycle --partitions P [--tasks T] [--conf ...]` (20,000 lines/s, a cycle's
+# collect, median of 90): 256 partitions, ~20 records a range: one task 282 ms, interpreted
+# 183, two tasks 153, both 127-134 (cycle 360 -> 216 ms); 64: cycle 254 -> 191 ms; 4 partitions
+# (~750 a range, one task, generated as before) 73 ms, interpreted it would be 61. Ranges read
+# again and again (a one-off script, the same `compute_batch`, median of 8): interpreted costs
+# ~3 us a row more (4 ranges x 5,000: 159-186 -> 232-234 ms; 4 x 1,250 even) and saves ~1 ms a
+# range (256 x 10: 538-728 -> 347-411 ms; 256 x 100: 622 -> 459-495 ms), hence 128.
+SMALL_BATCH_MAX_SINGLE_RANGES = 16
+INTERPRETED_MAX_RECORDS_PER_RANGE = 128
+CODEGEN_FACTORY_MODE = "spark.sql.codegen.factoryMode"
 
 
-def task_count(ranges: Sequence[OffsetRange], parallelism: int,
-               single_task_max: int = SINGLE_TASK_MAX_RECORDS) -> int | None:
-    """How many tasks read `ranges` (pure): 1 for a small batch, else at most TASKS_PER_CORE
-    per core; None when Spark's one task per range is already no more than that."""
-    if sum(r.size for r in ranges) <= single_task_max:
-        return 1
-    most = TASKS_PER_CORE * max(1, parallelism)
-    return most if len(ranges) > most else None
+@contextlib.contextmanager
+def projections(spark, interpreted: bool):
+    """With `interpreted`, jobs started inside make their row projections interpreted (see
+    INTERPRETED_MAX_RECORDS_PER_RANGE); the session's own setting is back afterwards. It is a
+    session setting, read when a job's tasks create their projections, so it covers exactly the
+    jobs in between (the stage runs one at a time)."""
+    if not interpreted:
+        yield
+        return
+    before = spark.conf.get(CODEGEN_FACTORY_MODE, None)
+    spark.conf.set(CODEGEN_FACTORY_MODE, "NO_CODEGEN")
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(CODEGEN_FACTORY_MODE)
+        else:
+            spark.conf.set(CODEGEN_FACTORY_MODE, before)
+
+
+class BatchShape(NamedTuple):
+    tasks: int | None  # coalesce to this many tasks; None: Spark's one task per range
+    interpreted: bool  # interpreted row projections (INTERPRETED_MAX_RECORDS_PER_RANGE)
+
+
+def batch_shape(ranges: Sequence[OffsetRange], parallelism: int,
+                single_task_max: int = SINGLE_TASK_MAX_RECORDS) -> BatchShape:
+    """How a batch over `ranges` runs (pure): its task count and its projections.
+
+    A small batch is one task, or one per core when it spans many ranges; a larger one at most
+    TASKS_PER_CORE per core (None when Spark's one task per range is already no more)."""
+    records = sum(r.size for r in ranges)
+    interpreted = bool(ranges) and records <= INTERPRETED_MAX_RECORDS_PER_RANGE * len(ranges)
+    cores = max(1, parallelism)
+    if records <= single_task_max:
+        many = len(ranges) > SMALL_BATCH_MAX_SINGLE_RANGES and cores > 1
+        return BatchShape(cores if many else 1, interpreted)
+    most = TASKS_PER_CORE * cores
+    return BatchShape(most if len(ranges) > most else None, interpreted)
+
 
 @dataclass(frozen=True)
 class MalformedRef:
@@ -207,16 +258,18 @@ def compute_batch(spark, bootstrap: str, topic: str, ranges: Sequence[OffsetRang
 
     def aggregate(rs: Sequence[OffsetRange]) -> list:
         df = read_ranges(spark, bootstrap, topic, rs, kafka_options or {})
-        tasks = task_count(rs, parallelism, single_task_max)
-        if tasks is not None:
-            df = df.coalesce(tasks)
+        shape = batch_shape(rs, parallelism, single_task_max)
+        if shape.tasks is not None:
+            df = df.coalesce(shape.tasks)
         # A range no longer than its share cannot hold more malformed lines than the share, so
         # it needs no numbering: without the window (a sort and a stage of its own) the plan is
         # smaller. That is every batch of a stage that keeps up, and a process's first (2k):
         # measured on 2 cores, a cold first job 2.62-2.84 -> 2.54-2.57 s, a warm 3.2k-record
         # batch 180-189 -> 160-176 ms (median of 30).
         numbered = any(r.size > per_part for r in rs)
-        return batch_frame(df, fmt, per_part if numbered else None, late_before).collect()
+        frame = batch_frame(df, fmt, per_part if numbered else None, late_before)
+        with projections(spark, interpreted=shape.interpreted):
+            return frame.collect()
 
     rows = aggregate(ranges)
     # A partition with more malformed lines than its share is cut just before the first one

@@ -1,6 +1,6 @@
 import pytest
 
-from pipeline.job import TASKS_PER_CORE, task_count
+from pipeline.job import INTERPRETED_MAX_RECORDS_PER_RANGE, TASKS_PER_CORE, BatchShape, batch_shape
 from pipeline.offsets import (
     FIRST_BATCH_RECORDS,
     OffsetRange,
@@ -75,11 +75,24 @@ def test_only_moved_group_offsets_are_sent_unless_all_are_due():
 
 def test_many_ranges_become_a_few_tasks_and_small_batches_one():
     many = [OffsetRange(p, 0, 1000) for p in range(256)]  # 256k offsets
-    assert task_count(many, parallelism=2) == 2 * TASKS_PER_CORE
-    assert task_count(many[:40], parallelism=2, single_task_max=50_000) == 1
+    assert batch_shape(many, parallelism=2) == BatchShape(2 * TASKS_PER_CORE, False)
     four = [OffsetRange(p, 0, 500_000) for p in range(4)]
-    assert task_count(four, parallelism=2) is None, "4 ranges on 2 cores keep their 4 tasks"
-    assert task_count(four, parallelism=1) == TASKS_PER_CORE
+    assert batch_shape(four, parallelism=2).tasks is None, "4 ranges on 2 cores keep 4 tasks"
+    assert batch_shape(four, parallelism=1).tasks == TASKS_PER_CORE
+    caught_up = [OffsetRange(p, 0, 750) for p in range(4)]  # 4 partitions at 20,000 lines/s
+    assert batch_shape(caught_up, parallelism=2) == BatchShape(1, False)
+
+
+def test_a_small_batch_over_many_ranges_takes_a_task_per_core_and_interpreted_projections():
+    sparse = [OffsetRange(p, 0, 20) for p in range(256)]  # 256 partitions at 20,000 lines/s
+    assert batch_shape(sparse, parallelism=2) == BatchShape(2, True)
+    assert batch_shape(sparse, parallelism=1) == BatchShape(1, True)
+    assert batch_shape(sparse[:16], parallelism=2).tasks == 1, "a few ranges stay one task"
+    at_bound = [OffsetRange(p, 0, INTERPRETED_MAX_RECORDS_PER_RANGE) for p in range(64)]
+    assert batch_shape(at_bound, parallelism=2).interpreted
+    above = [*at_bound[:-1], OffsetRange(63, 0, INTERPRETED_MAX_RECORDS_PER_RANGE + 1)]
+    assert not batch_shape(above, parallelism=2).interpreted, "judged on the batch's average"
+    assert batch_shape([], parallelism=2) == BatchShape(1, False)
 
 
 def test_pacing_waits_out_the_rest_of_the_interval_and_never_less_than_nothing():
