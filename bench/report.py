@@ -6,6 +6,7 @@ Pure except plot(), which writes a PNG.
 from __future__ import annotations
 
 import math
+import statistics
 from pathlib import Path
 
 CONTENDERS = ("raw_jvm_consumer", "raw_python_consumer", "spark_structured_streaming",
@@ -210,6 +211,49 @@ def _peer_goals(runs: list[dict]) -> list[dict]:
     ]
 
 
+# How a latency setting's repeated runs combine: the median of a figure, its worst, or its sum.
+_MEDIAN = ("p50", "p99", "rate_lines_per_s", "cpu_s_per_m_lines", "commit_p99_ms", "warmup_p99")
+_WORST = ("max", "peak_rss_mb", "jvm_rss_mb")
+_SUM = ("probes", "probes_seen", "window_lines", "window_cpu_seconds", "batches")
+
+
+def combine_runs(runs: list[dict]) -> dict:
+    """Repeated latency runs of one setting -> one row (pure): the median of each run's p50,
+    p99, rate, CPU per line and commit p99, the worst max and peak RSS, the sums of the counts,
+    and each run's p99 and CPU in `p99_runs` and `cpu_runs`. One p99 of a 60 s run is decided
+    by its slowest few batches, so a setting is judged on the median of several runs."""
+    if len(runs) == 1:
+        return runs[0]
+    out = dict(runs[0])
+
+    def values(key):
+        return [x[key] for x in runs if x.get(key) is not None
+                and not (isinstance(x[key], float) and math.isnan(x[key]))]
+
+    for key in _MEDIAN:
+        xs = values(key)
+        out[key] = round(statistics.median(xs), 1) if xs else None
+    for key in _WORST:
+        xs = values(key)
+        out[key] = max(xs) if xs else None
+    for key in _SUM:
+        xs = values(key)
+        out[key] = round(sum(xs), 2) if xs else None
+    out["p99"] = out["p99"] if out["p99"] is not None else math.nan
+    out["repeats"] = len(runs)
+    out["p99_runs"] = [x["p99"] for x in runs]
+    out["cpu_runs"] = [x.get("cpu_s_per_m_lines") for x in runs]
+    return out
+
+
+def _p99_cell(x: dict) -> str:
+    """A row's p99; for repeated runs, the median with each run's in brackets."""
+    runs = x.get("p99_runs")
+    if not runs or len(runs) < 2:
+        return f"{x['p99']}"
+    return f"{x['p99']} ({' / '.join(f'{v:g}' for v in runs)})"
+
+
 def run_setting(run: dict) -> str:
     """How a stage's latency run was set: its trigger, and its pacing when it had one."""
     t, m = run.get("trigger_interval_s"), run.get("min_batch_interval_s")
@@ -248,11 +292,11 @@ def markdown(r: dict) -> str:
                      f"{x['wall_lines_per_s']:,} | {x['lines_per_cpu_s']:,} | "
                      f"{x['records']:,} | {x['seconds']} | {x['wall_seconds']} |")
     lines += ["", "| latency (produce -> seen by a read_committed reader) | rate lines/s | "
-              "p50 ms | p99 ms | max ms | probes seen | CPU-s per million lines | "
-              "peak RSS MB (JVM) | p99 ms in the warm-up |",
+              "p50 ms | p99 ms (median; each run's) | max ms | probes seen | "
+              "CPU-s per million lines | peak RSS MB (JVM) | p99 ms in the warm-up |",
               "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, x in latency_rows(r):
-        lines.append(f"| {name} | {x['rate_lines_per_s']:,} | {x['p50']} | {x['p99']} | "
+        lines.append(f"| {name} | {x['rate_lines_per_s']:,} | {x['p50']} | {_p99_cell(x)} | "
                      f"{x['max']} | {x['probes_seen']}/{x['probes']} | "
                      f"{_n(x.get('cpu_s_per_m_lines'))} | {_n(x.get('peak_rss_mb'))} "
                      f"({_n(x.get('jvm_rss_mb'))}) | "

@@ -44,21 +44,21 @@ SINGLE_TASK_MAX_RECORDS = 50_000
 # (issue #30). Two per core keeps every core busy when ranges differ in size; each task reads its
 # ranges one after another (coalesce, no shuffle). A 4-partition topic keeps its 4 tasks.
 TASKS_PER_CORE = 2
-# A small batch over more ranges than this is read by one task per core instead of one task:
-# each range costs a reader, a projection and a fetch round trip, which one task pays serially.
-# A batch whose ranges hold at most INTERPRETED_MAX_RECORDS_PER_RANGE records on average makes
-# its row projections interpreted instead of generated (spark.sql.codegen.factoryMode=NO_CODEGEN,
-# set for that batch's job): Spark creates an UnsafeProjection per range in every batch, and a
-# generated one costs ~1 ms even when its class is cached (the code is made again to look it up);
-# interpreted it is nearly free, but every row then costs more (the setting reaches the whole
-# plan: its parse and aggregation run interpreted too, ~2x the per-row time). Measured warm on 2 cores with
-# `python -m bench.cycle --partitions P [--tasks T] [--conf ...]` (20,000 lines/s, a cycle's
-# collect, median of 90): 256 partitions, ~20 records a range: one task 282 ms, interpreted
-# 183, two tasks 153, both 127-134 (cycle 360 -> 216 ms); 64: cycle 254 -> 191 ms; 4 partitions
-# (~750 a range, one task, generated as before) 73 ms, interpreted it would be 61. Ranges read
-# again and again (a one-off script, the same `compute_batch`, median of 8): interpreted costs
-# ~3 us a row more (4 ranges x 5,000: 159-186 -> 232-234 ms; 4 x 1,250 even) and saves ~1 ms a
-# range (256 x 10: 538-728 -> 347-411 ms; 256 x 100: 622 -> 459-495 ms), hence 128.
+# A small batch over more ranges than this is read by one task per core instead of one task: each
+# range costs a reader, a projection and a fetch round trip, which one task pays serially. A batch
+# whose ranges hold at most INTERPRETED_MAX_RECORDS_PER_RANGE records on average makes its row
+# projections interpreted instead of generated (spark.sql.codegen.factoryMode=NO_CODEGEN, set for
+# that batch's job): Spark creates an UnsafeProjection per range in every batch, and a generated
+# one costs ~1 ms even when its class is cached (the code is made again to look it up); interpreted
+# it is nearly free, but every row then costs more (the setting reaches the whole plan: its parse
+# and aggregation run interpreted too, ~2x the per-row time). Measured warm on 2 cores with `python
+# -m bench.cycle --partitions P [--tasks T] [--conf ...]` (20,000 lines/s, a cycle's collect,
+# median of 90): 256 partitions, ~20 records a range: one task 282 ms, interpreted 183, two tasks
+# 153, both 127-134 (cycle 360 -> 216 ms); 64: cycle 254 -> 191 ms; 4 partitions (~750 a range, one
+# task, generated as before) 73 ms, interpreted it would be 61. Ranges read again and again (a
+# one-off script, the same `compute_batch`, median of 8): interpreted costs ~3 us a row more (4
+# ranges x 5,000: 159-186 -> 232-234 ms; 4 x 1,250 even) and saves ~1 ms a range (256 x 10: 538-728
+# -> 347-411 ms; 256 x 100: 622 -> 459-495 ms), hence 128.
 SMALL_BATCH_MAX_SINGLE_RANGES = 16
 INTERPRETED_MAX_RECORDS_PER_RANGE = 128
 CODEGEN_FACTORY_MODE = "spark.sql.codegen.factoryMode"

@@ -216,3 +216,27 @@ def test_the_partitions_axis_is_judged_widest_against_four_at_its_edges():
     assert judged(800, 250.0, 250.0) == [True, True, True]
     assert judged(799, 250.1, 250.5) == [False, False, False]
     assert report._wide_goals({"4": {}}) == [], "no axis run: no such goals"
+
+
+def test_repeated_latency_runs_combine_into_their_median_with_each_run_shown():
+    runs = [{**_lat("logcount_eos", 20000, p99, cpu, rss, 0.5), "commit_p99_ms": c}
+            for p99, cpu, rss, c in ((212.0, 50.0, 900.0, 15.0), (771.0, 48.0, 980.0, 40.0),
+                                     (230.0, 52.0, 950.0, 16.0))]
+    row = report.combine_runs(runs)
+    assert row["p99"] == 230.0, "the median run's, not the mean nor the worst"
+    assert row["p99_runs"] == [212.0, 771.0, 230.0] and row["repeats"] == 3
+    assert row["cpu_s_per_m_lines"] == 50.0 and row["commit_p99_ms"] == 16.0
+    assert row["peak_rss_mb"] == 980.0, "memory is judged on the worst run"
+    assert row["probes"] == 30 and row["contender"] == "logcount_eos"
+    assert report.combine_runs(runs[:1]) is runs[0]
+    r = report.assemble(*_results_args(row))
+    assert r["latency_ms"]["p99"] == 230.0
+    assert "| 230.0 (212 / 771 / 230) |" in report.markdown(r)
+
+
+def _results_args(half: dict) -> tuple:
+    runs = {name: _run(500) for name in (*report.CONTENDERS, "logcount_eos_1core",
+                                         "logcount_eos_p1", "logcount_eos_p8",
+                                         "logcount_eos_large")}
+    lat = {"0.5": half, "1.0": _lat("logcount_eos", 20000, 400.0, 40.0, 900.0, 1.0)}
+    return runs, lat, {"recovery_s": 4.0}, 1000, 10000, 1000, 2, 100
