@@ -69,7 +69,7 @@ def main() -> int:
         t.append(time.monotonic())
         df = job.read_ranges(spark, stack.BOOTSTRAP, topic, ranges, options)
         shape = job.batch_shape(ranges, spark.sparkContext.defaultParallelism)
-        tasks = args.tasks or shape.tasks
+        tasks = shape.tasks if args.tasks is None else args.tasks
         if tasks is not None:
             df = df.coalesce(tasks)
         t.append(time.monotonic())
@@ -80,8 +80,8 @@ def main() -> int:
         t.append(time.monotonic())
         qe.executedPlan()
         t.append(time.monotonic())
-        # The stage's choice of projections, unless the command line sets its own.
-        with job.projections(spark, interpreted=shape.interpreted and not args.conf):
+        # The stage's choice of projections (a --conf of the factory mode wins, as in the stage).
+        with job.projections(spark, interpreted=shape.interpreted):
             frame.collect()
         t.append(time.monotonic())
         time.sleep(TRANSACTION_S)

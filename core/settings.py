@@ -549,7 +549,7 @@ class BenchSettings(_Settings):
         default=15.0, metadata=opt("seconds produced before the latency measurement starts"))
     latency_repeats: int = field(default=3, metadata=opt(
         "runs of the stage's and Kafka Streams' latency at the latency rate, interleaved; the "
-        "goals judge the median p99 and the report shows the range", lo=1, hi=10))
+        "goals judge the median p99 and the report shows each run's", lo=1, hi=10))
     large_factor: int = field(default=10, metadata=opt("the RSS run reads this many times N"))
     quix_lines: int | None = field(
         default=None, metadata=opt("lines Quix Streams processes (default: N)", metavar="N"))

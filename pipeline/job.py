@@ -67,21 +67,18 @@ CODEGEN_FACTORY_MODE = "spark.sql.codegen.factoryMode"
 @contextlib.contextmanager
 def projections(spark, interpreted: bool):
     """With `interpreted`, jobs started inside make their row projections interpreted (see
-    INTERPRETED_MAX_RECORDS_PER_RANGE); the session's own setting is back afterwards. It is a
-    session setting, read when a job's tasks create their projections, so it covers exactly the
-    jobs in between (the stage runs one at a time)."""
-    if not interpreted:
+    INTERPRETED_MAX_RECORDS_PER_RANGE), unless the session has a factory mode set on purpose;
+    unset again afterwards. It is a session setting, read when a job's tasks create their
+    projections, so it covers exactly the jobs in between (the stage runs one at a time)."""
+    # get(key, None) is only a value set on purpose (spark-submit --conf, a test): that wins.
+    if not interpreted or spark.conf.get(CODEGEN_FACTORY_MODE, None) is not None:
         yield
         return
-    before = spark.conf.get(CODEGEN_FACTORY_MODE, None)
     spark.conf.set(CODEGEN_FACTORY_MODE, "NO_CODEGEN")
     try:
         yield
     finally:
-        if before is None:
-            spark.conf.unset(CODEGEN_FACTORY_MODE)
-        else:
-            spark.conf.set(CODEGEN_FACTORY_MODE, before)
+        spark.conf.unset(CODEGEN_FACTORY_MODE)
 
 
 class BatchShape(NamedTuple):

@@ -1,5 +1,7 @@
 """bench/report.py and the pure helpers of the benchmark: goals, percentiles, the table."""
 
+import math
+
 import pytest
 
 from bench import phases, report
@@ -229,8 +231,16 @@ def test_repeated_latency_runs_combine_into_their_median_with_each_run_shown():
     assert row["peak_rss_mb"] == 980.0, "memory is judged on the worst run"
     assert row["probes"] == 30 and row["contender"] == "logcount_eos"
     assert report.combine_runs(runs[:1]) is runs[0]
+    assert report.combine_runs(runs[:2])["p99"] == 771.0, "of two, the higher: a real run's"
+    stalled = {**runs[0], "p99": float("nan"), "probes_seen": 0}
+    missed = {**runs[0], "p99": 100.0, "probes_seen": 9}
+    assert math.isnan(report.combine_runs([runs[0], stalled, missed])["p99"]), \
+        "two of three runs missed probes: no median p99"
+    assert report.combine_runs([runs[0], runs[2], stalled])["p99"] == 230.0
     r = report.assemble(*_results_args(row))
     assert r["latency_ms"]["p99"] == 230.0
+    # The single 1 s trigger run (400 ms) is not compared with the median: judged on 230.
+    assert any(g["value"] == 230.0 and "trigger 0.5 s" in g["goal"] for g in r["goals"])
     assert "| 230.0 (212 / 771 / 230) |" in report.markdown(r)
 
 

@@ -88,6 +88,9 @@ def test_a_small_batch_over_many_ranges_takes_a_task_per_core_and_interpreted_pr
     assert batch_shape(sparse, parallelism=2) == BatchShape(2, True)
     assert batch_shape(sparse, parallelism=1) == BatchShape(1, True)
     assert batch_shape(sparse[:16], parallelism=2).tasks == 1, "a few ranges stay one task"
+    assert batch_shape(sparse[:17], parallelism=2).tasks == 2
+    wide = [OffsetRange(p, 0, 100) for p in range(512)]  # 51,200: above the one-task bound
+    assert batch_shape(wide, parallelism=2) == BatchShape(2 * TASKS_PER_CORE, True)
     at_bound = [OffsetRange(p, 0, INTERPRETED_MAX_RECORDS_PER_RANGE) for p in range(64)]
     assert batch_shape(at_bound, parallelism=2).interpreted
     above = [*at_bound[:-1], OffsetRange(63, 0, INTERPRETED_MAX_RECORDS_PER_RANGE + 1)]
