@@ -416,3 +416,27 @@ def plot(r: dict, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m bench.report DIR`: judge DIR/results.json's goals again with this code and
+    rewrite its results.json, results.md and results.png (after a change to the goals)."""
+    import json
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print(main.__doc__, file=sys.stderr)
+        return 2
+    out = Path(args[0])
+    r = json.loads((out / "results.json").read_text())
+    r["goals"] = goals(r)
+    (out / "results.json").write_text(json.dumps(r, indent=1) + "\n")
+    (out / "results.md").write_text(markdown(r))
+    plot(r, out / "results.png")
+    print(markdown(r))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -250,3 +250,16 @@ def _results_args(half: dict) -> tuple:
                                          "logcount_eos_large")}
     lat = {"0.5": half, "1.0": _lat("logcount_eos", 20000, 400.0, 40.0, 900.0, 1.0)}
     return runs, lat, {"recovery_s": 4.0}, 1000, 10000, 1000, 2, 100
+
+
+def test_a_results_directory_is_judged_again_by_this_code(tmp_path):
+    import json
+
+    r = _results()
+    r["goals"] = [{"goal": "a goal this code no longer has", "value": 1, "met": True}]
+    (tmp_path / "results.json").write_text(json.dumps(r))
+    assert report.main([str(tmp_path)]) == 0
+    again = json.loads((tmp_path / "results.json").read_text())
+    assert again["goals"] == _results()["goals"]
+    assert "a goal this code no longer has" not in (tmp_path / "results.md").read_text()
+    assert (tmp_path / "results.png").stat().st_size > 0
