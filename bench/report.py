@@ -104,7 +104,7 @@ def partitions_table(runs: dict[str, dict], latency: dict[str, dict]) -> dict[st
     return out
 
 
-def _wide_goals(table: dict[str, dict]) -> list[dict]:
+def wide_goals(table: dict[str, dict]) -> list[dict]:
     if "4" not in table or len(table) < 2:
         return []
     base, widest = table["4"], max(table, key=int)
@@ -162,7 +162,7 @@ def goals(r: dict) -> list[dict]:
         got = x["ratio_to_seed"]
         out.append(_goal(f"{shape} ({x['kind']}) >= {FORMAT_RATIO_GOAL:g} x the seed format "
                          f"(steady state)", got, got is not None and got >= FORMAT_RATIO_GOAL))
-    return out + _peer_goals(r.get("latency_runs", [])) + _wide_goals(r.get("partitions", {}))
+    return out + _peer_goals(r.get("latency_runs", [])) + wide_goals(r.get("partitions", {}))
 
 
 def judged(runs) -> list[dict]:

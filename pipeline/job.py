@@ -130,14 +130,15 @@ def batch_frame(df, fmt: LineFormat, malformed_per_partition: int | None,
                 late_before: int | None = None):
     """Kafka rows (partition, offset, value) -> the batch's aggregate, as one Spark plan.
 
-    One scan, one aggregation: a counted line is grouped under (partition, its minute), a valid
-    line of another level under (partition, nothing), a malformed line under its own offset with
+    One scan, one aggregation: a counted line is grouped under its minute, a valid line of
+    another level under nothing, a malformed line under its partition and offset with
     its reason and first bytes (a late line too: a counted one whose minute index is before
     `late_before`). With a `malformed_per_partition` bound, the malformed groups are then
     numbered per partition by offset and only the first `malformed_per_partition + 1` come back
     (the +1 tells the caller where to cut); with None, all come back and `rn` is null.
-    Columns: p, minute (binary 'YYYY-MM-DD HH:MM' from the seed fast path, or null), mi (the
-    minute index from every other path, or null), bad_offset, reason, raw, len, n, rn.
+    Columns: p (a malformed line's partition, else null), minute (binary 'YYYY-MM-DD HH:MM'
+    from the seed fast path, or null), mi (the minute index from every other path, or null),
+    bad_offset, reason, raw, len, n, rn.
     Every per-line step is a built-in expression (formats/spark.py: JVM code generation, no
     Python per line).
     """
@@ -173,8 +174,12 @@ def _plan_columns(context, fmt: LineFormat, malformed_per_partition: int | None,
     counted = ~bad & F.col("counted")
     # Everything is a grouping key and the only aggregate is count(): Spark keeps the fast
     # hash aggregation (first()/collect of a binary would fall back to a slower one).
+    # Only a malformed line keeps its partition: counts are per minute, and grouped by
+    # (partition, minute) a batch's aggregate grew with the partition count (a backlog spanning
+    # a day over 256 partitions: 368,640 groups per task, shuffled and all collected to Python,
+    # against 1,440). A cut (below) then reads the whole batch again, not just its partition.
     keys = (
-        "p",
+        F.when(bad, F.col("p")).alias("p"),
         F.when(counted, F.col("minute")).alias("minute"),
         F.when(counted, F.col("mi")).alias("mi"),
         F.when(bad, F.col("offset")).alias("bad_offset"),
@@ -270,14 +275,16 @@ def compute_batch(spark, bootstrap: str, topic: str, ranges: Sequence[OffsetRang
 
     rows = aggregate(ranges)
     # A partition with more malformed lines than its share is cut just before the first one
-    # beyond it, and read again up to there (the rest is the next batch's). Only floods of
-    # garbage take this second job; it cannot cut again (exactly per_part are left).
+    # beyond it (the rest is the next batch's), and the batch is read again over the final
+    # ranges: its counts are not kept per partition (batch_frame). Only floods of garbage take
+    # this second job; it cannot cut again (a cut partition keeps exactly per_part, the others
+    # had no more).
     cut = {r["p"]: r["bad_offset"] for r in rows if r["rn"] == per_part + 1
            and r["bad_offset"] is not None}
     final = [OffsetRange(r.partition, r.start, cut.get(r.partition, r.end)) for r in ranges]
     if cut:
-        again = [r for r in final if r.partition in cut and r.size > 0]
-        rows = [r for r in rows if r["p"] not in cut] + (aggregate(again) if again else [])
+        again = [r for r in final if r.size > 0]
+        rows = aggregate(again) if again else []
     return batch_result(rows, final)
 
 

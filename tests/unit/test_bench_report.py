@@ -213,11 +213,11 @@ def test_the_partitions_axis_is_judged_widest_against_four_at_its_edges():
                "256": {"p99": lat256, "commit_p99_ms": commit, "rate_lines_per_s": 20000}}
         table = report.partitions_table(runs, lat)
         assert table["256"]["slowest_commit_s"] == 0.3 and table["4"]["latency_p99_ms"] == 200
-        return [g["met"] for g in report._wide_goals(table)]
+        return [g["met"] for g in report.wide_goals(table)]
 
     assert judged(800, 250.0, 250.0) == [True, True, True]
     assert judged(799, 250.1, 250.5) == [False, False, False]
-    assert report._wide_goals({"4": {}}) == [], "no axis run: no such goals"
+    assert report.wide_goals({"4": {}}) == [], "no axis run: no such goals"
 
 
 def test_repeated_latency_runs_combine_into_their_median_with_each_run_shown():
