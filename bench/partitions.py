@@ -30,13 +30,16 @@ def main() -> int:
     b = Bench(BenchSettings(lines=args.lines, out=args.out).validate())
     lines, _ = data.generate_with_totals(args.lines, 1)
     runs, latency = {}, {}
-    for p in PARTITION_AXIS:
-        topic = b.name(f"in-p{p}")
-        data.write_topic(b.bootstrap, topic, lines, p)
-        label = "logcount_eos" if p == 4 else f"logcount_eos_p{p}"
-        runs[label] = b.logcount(label, topic)
-    for p in PARTITION_AXIS:
-        latency[str(p)] = b.latency(0.5, lines, p)
+    try:
+        for p in PARTITION_AXIS:
+            topic = b.name(f"in-p{p}")
+            data.write_topic(b.bootstrap, topic, lines, p)
+            label = "logcount_eos" if p == 4 else f"logcount_eos_p{p}"
+            runs[label] = b.logcount(label, topic)
+        for p in PARTITION_AXIS:
+            latency[str(p)] = b.latency(0.5, lines, p)
+    finally:
+        b.drop_topics()
     table = report.partitions_table(runs, latency)
     goals = report.wide_goals(table)  # the same judgement as the full report
     (b.out / "partitions.json").write_text(json.dumps(

@@ -13,6 +13,7 @@ import pytest
 
 from bench.report import CONTENDERS
 from bench.runner import BENCH_SHAPES, PACED_INTERVAL_S, PARTITION_AXIS
+from connectors import kafka_io
 from tests.helpers import cli
 
 pytestmark = pytest.mark.bench
@@ -28,6 +29,9 @@ def test_bench_harness_end_to_end(endpoints, tmp_path):
             "--large-factor", "2", "--quix-lines", "10000", timeout=1500)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     results = json.loads((out / "results.json").read_text())
+    left = [t for t in kafka_io.admin(endpoints.bootstrap).list_topics(timeout=30).topics
+            if results["topic_prefix"] in t]
+    assert not left, f"the run's topics are deleted at its end: {left[:5]}"
 
     runs = results["runs"]
     for name in CONTENDERS:
