@@ -44,13 +44,7 @@ def main() -> int:
     goals = report.wide_goals(table)  # the same judgement as the full report
     (b.out / "partitions.json").write_text(json.dumps(
         {"lines": args.lines, "partitions": table, "goals": goals}, indent=1) + "\n")
-    print("| input partitions | steady lines/s | lines/s (processing) | slowest commit s | "
-          "latency p99 ms | commit p99 ms | CPU-s per million lines |")
-    print("|---:|---:|---:|---:|---:|---:|---:|")
-    for p, x in table.items():
-        print(f"| {p} | {x['steady_lines_per_s']:,} | {x['lines_per_s']:,} | "
-              f"{x['slowest_commit_s']} | {x['latency_p99_ms']} | {x['commit_p99_ms']} | "
-              f"{x['cpu_s_per_m_lines']} |")
+    print("\n".join(report.partitions_markdown(table)))
     for g in goals:
         print(f"{g['goal']}: {g['value']} ({'met' if g['met'] else 'not met'})")
     return 0

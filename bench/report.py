@@ -294,6 +294,18 @@ def latency_rows(r: dict) -> list[tuple[str, dict]]:
             for x in runs]
 
 
+def partitions_markdown(table: dict[str, dict]) -> list[str]:
+    """The partitions axis (partitions_table) as markdown table lines."""
+    return ["| input partitions (logcount_eos, same run) | lines/s (steady state) | "
+            "lines/s (processing) | slowest commit s (backlog) | latency p99 ms | "
+            "commit p99 ms (latency run) | CPU-s per million lines (latency run) | "
+            "peak RSS MB (latency run) |", "|---:|---:|---:|---:|---:|---:|---:|---:|",
+            *(f"| {p} | {_n(x['steady_lines_per_s'])} | {_n(x['lines_per_s'])} | "
+              f"{_n(x['slowest_commit_s'])} | {_n(x['latency_p99_ms'])} | "
+              f"{_n(x['commit_p99_ms'])} | {_n(x.get('cpu_s_per_m_lines'))} | "
+              f"{_n(x.get('peak_rss_mb'))} |" for p, x in table.items())]
+
+
 def markdown(r: dict) -> str:
     runs = r["runs"]
     lines = [f"### Benchmark: {r['lines']:,} lines, {r['cores']} cores "
@@ -331,14 +343,7 @@ def markdown(r: dict) -> str:
         lines += [f"| {shape} | {x['kind']} | {_n(x['steady_lines_per_s'])} | "
                   f"{_n(x['ratio_to_seed'])} |" for shape, x in r["formats"].items()]
     if r.get("partitions"):
-        lines += ["", "| input partitions (logcount_eos, same run) | lines/s (steady state) | "
-                  "lines/s (processing) | slowest commit s (backlog) | latency p99 ms | "
-                  "commit p99 ms (latency run) | CPU-s per million lines (latency run) | "
-                  "peak RSS MB (latency run) |", "|---:|---:|---:|---:|---:|---:|---:|---:|"]
-        lines += [f"| {p} | {_n(x['steady_lines_per_s'])} | {_n(x['lines_per_s'])} | "
-                  f"{_n(x['slowest_commit_s'])} | {_n(x['latency_p99_ms'])} | "
-                  f"{_n(x['commit_p99_ms'])} | {_n(x.get('cpu_s_per_m_lines'))} | "
-                  f"{_n(x.get('peak_rss_mb'))} |" for p, x in r["partitions"].items()]
+        lines += ["", *partitions_markdown(r["partitions"])]
     lines += ["", f"Recovery (SIGKILL -> next committed batch): {r['recovery_s']} s. "
               f"Driver peak RSS (Python): {rss['small']} MB at {r['lines']:,} lines, "
               f"{rss['large']} MB at {r['large_lines']:,}; the Spark JVM (local mode: driver "
