@@ -7,7 +7,7 @@ import json
 import pytest
 
 from pipeline.driver import executor_kafka_options
-from pipeline.job import FETCH_MAX_WAIT_MS, reader_options
+from pipeline.job import FETCH_MAX_WAIT_MS, MAX_POLL_RECORDS, reader_options
 from pipeline.offsets import OffsetRange
 
 pytestmark = pytest.mark.unit
@@ -23,12 +23,15 @@ def test_the_reader_reads_exactly_the_ranges_committed_only():
     assert opts["kafka.isolation.level"] == "read_committed"
     assert opts["failOnDataLoss"] == "true"
     assert opts["kafka.fetch.max.wait.ms"] == FETCH_MAX_WAIT_MS
+    assert opts["kafka.max.poll.records"] == MAX_POLL_RECORDS
 
 
 def test_client_properties_get_the_prefix_and_win_over_the_defaults():
     opts = reader_options("b:9092", "in", RANGES, {"fetch.max.wait.ms": "200",
+                                                  "max.poll.records": "500",
                                                   "security.protocol": "SASL_SSL"})
     assert opts["kafka.fetch.max.wait.ms"] == "200"
+    assert opts["kafka.max.poll.records"] == "500"
     assert opts["kafka.security.protocol"] == "SASL_SSL"
 
 
@@ -42,3 +45,9 @@ def test_the_default_wait_is_short_and_a_valid_java_property():
     # Kafka's Java client takes an int of milliseconds; a wait near its 500 ms default would
     # bring back the per-partition stall at the log's end.
     assert 0 <= int(FETCH_MAX_WAIT_MS) <= 50
+
+
+def test_the_default_poll_is_larger_than_the_java_clients_and_bounded():
+    # Each poll costs two offset round trips in spark-sql-kafka; the records a poll leaves
+    # behind stay on the heap per input partition, so it stays within a few thousand.
+    assert 500 < int(MAX_POLL_RECORDS) <= 5000
