@@ -263,6 +263,23 @@ def combine_runs(runs: list[dict]) -> dict:
     return out
 
 
+def combine_throughput(runs: list[dict]) -> dict:
+    """Repeated `run --once` runs of one input -> one row (pure): the median (the higher middle
+    of an even count, a real run's) of steady and processing lines/s, the slowest commit of
+    any, and each run's steady figure in `steady_runs`. A run that gave no steady figure counts
+    as 0, so a failed run cannot hide behind the others."""
+    if len(runs) == 1:
+        return runs[0]
+    out = dict(runs[0])
+    for key in ("steady_lines_per_s", "lines_per_s"):
+        out[key] = statistics.median_high([x.get(key) or 0 for x in runs])
+    commits = [x["slowest_commit_s"] for x in runs if x.get("slowest_commit_s") is not None]
+    out["slowest_commit_s"] = max(commits) if commits else None
+    out["repeats"] = len(runs)
+    out["steady_runs"] = [x.get("steady_lines_per_s") for x in runs]
+    return out
+
+
 def _p99_cell(x: dict) -> str:
     """A row's p99; for repeated runs, the median with each run's in brackets."""
     runs = x.get("p99_runs")

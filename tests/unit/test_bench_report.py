@@ -263,3 +263,22 @@ def test_a_results_directory_is_judged_again_by_this_code(tmp_path):
     assert again["goals"] == _results()["goals"]
     assert "a goal this code no longer has" not in (tmp_path / "results.md").read_text()
     assert (tmp_path / "results.png").stat().st_size > 0
+
+
+def test_repeated_throughput_runs_combine_into_their_median_and_the_slowest_commit():
+    runs = [{"contender": "logcount_eos", "steady_lines_per_s": s, "lines_per_s": t,
+             "slowest_commit_s": c}
+            for s, t, c in ((685_000, 544_000, 0.12), (536_000, 431_000, 0.14),
+                            (701_000, 543_000, 0.11))]
+    row = report.combine_throughput(runs)
+    assert row["steady_lines_per_s"] == 685_000 and row["lines_per_s"] == 543_000
+    assert row["slowest_commit_s"] == 0.14, "the slowest commit of any run"
+    assert row["steady_runs"] == [685_000, 536_000, 701_000] and row["repeats"] == 3
+    assert report.combine_throughput(runs[:1]) is runs[0]
+    assert report.combine_throughput(runs[:2])["steady_lines_per_s"] == 685_000, \
+        "of two, the higher: a real run's"
+    failed = {**runs[0], "steady_lines_per_s": None}
+    assert report.combine_throughput([runs[1], failed, failed])["steady_lines_per_s"] == 0, \
+        "two failed runs of three: no figure to hide behind"
+    table = report.partitions_table({"logcount_eos": row}, {"4": {"p99": 250.0}})
+    assert table["4"]["steady_lines_per_s"] == 685_000
