@@ -218,10 +218,11 @@ FETCH_MAX_WAIT_MS = "1"
 # Measured warm on 2 cores (a one-off script timing compute_batch over 1M-record batches that
 # follow one another on a 5M-record topic, median of 4 batches, interleaved processes, 3-6
 # processes each), 500 -> 2000: 4 partitions 1.42 -> 1.13 s, 256 partitions 2.13 -> 1.80 s;
-# the JVM's RSS at 256 partitions 1.03 -> 1.30 GB (1,000: 1.67 s, 1.09 GB; 5,000 was no faster
-# at 256). A wider input than ~500 partitions, or a tight heap: lower it with the
-# --client-config file (max.poll.records=500), which wins over this default. 2,000 rather than
-# 1,000: the common narrow input gains most from it; at 256 partitions the two were alike.
+# the JVM's RSS at 256 partitions 1.03 -> 1.30 GB, one process each (1,000: 1.67 s, 1.09 GB;
+# 5,000 was no faster at 256). A wider input than ~500 partitions, or a tight heap: lower it
+# with the --client-config file (max.poll.records=500), which wins over this default. 2,000
+# rather than 1,000: the common narrow input gains most from it; at 256 partitions the two
+# were alike.
 MAX_POLL_RECORDS = "2000"
 
 
