@@ -44,7 +44,7 @@ def main() -> int:
         # 4-partition steady state moved 536k-701k lines/s between single runs of one day).
         for i in range(args.repeats):
             for p in PARTITION_AXIS:
-                label = ("logcount_eos" if p == 4 else f"logcount_eos_p{p}")
+                label = report.axis_label(p)
                 run = b.logcount(label + (f"_x{i}" if i else ""), b.name(f"in-p{p}"))
                 runs.setdefault(label, []).append(run)
             for p in PARTITION_AXIS:

@@ -87,12 +87,18 @@ def format_table(runs: dict[str, dict], formats: dict[str, str]) -> dict[str, di
     return out
 
 
+def axis_label(partitions: int | str) -> str:
+    """The throughput run's label at a width of the partitions axis: the 4-partition figure is
+    the main run's, logcount_eos."""
+    return "logcount_eos" if int(partitions) == 4 else f"logcount_eos_p{partitions}"
+
+
 def partitions_table(runs: dict[str, dict], latency: dict[str, dict]) -> dict[str, dict]:
     """{input partitions: steady and processing lines/s, slowest commit, latency and commit p99}
     (`latency`: partitions -> that latency run; the 4-partition throughput is logcount_eos)."""
     out = {}
     for p, lat in latency.items():
-        run = runs.get("logcount_eos" if p == "4" else f"logcount_eos_p{p}", {})
+        run = runs.get(axis_label(p), {})
         out[p] = {"steady_lines_per_s": run.get("steady_lines_per_s"),
                   "lines_per_s": run.get("lines_per_s"),
                   "slowest_commit_s": run.get("slowest_commit_s"),
