@@ -49,6 +49,8 @@ EXTRA_ENV = {
     "LOGCOUNT_STATE_DIR": "the embedded stack's data, logs, pids (default: $LOGCOUNT_HOME/.stack)",
     "LOGCOUNT_SPARK_DRIVER_HOST": "address executors use to reach the driver (cluster mode)",
     "LOGCOUNT_SPARK_DRIVER_MEMORY": "spark.driver.memory (default 2g)",
+    "LOGCOUNT_SPARK_JAVA_OPTIONS": "more options of the driver JVM the stage starts, after its "
+                                   "own (they win; docs/deploy.md, Sizing)",
     "LOGCOUNT_VERBOSE": "1: the Spark JVM's and librdkafka's own output on stderr too (--verbose)",
     "LOGCOUNT_LOG_DIR": "where that output goes otherwise (default: $LOGCOUNT_STATE_DIR/logs)",
     "LOGCOUNT_CDS": "0: start the Spark driver JVM without set-up's class-data-sharing archive",

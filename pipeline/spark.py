@@ -127,6 +127,16 @@ def driver_memory() -> str:
     return os.environ.get("LOGCOUNT_SPARK_DRIVER_MEMORY", DEFAULT_DRIVER_MEMORY)
 
 
+def driver_java_options(memory: str, cds: str | None, extra: str = "") -> str:
+    """spark.driver.extraJavaOptions of the driver JVM the stage starts (pure): ours, the heap
+    floor for `memory`, the CDS archive's, then `extra` (LOGCOUNT_SPARK_JAVA_OPTIONS). Extra
+    comes last because HotSpot takes the last of a repeated flag: an operator's -Xmn or -Xms
+    wins over ours (a collector of their own needs -XX:-UseParallelGC before it; docs/deploy.md,
+    Sizing)."""
+    return " ".join(o for o in (DRIVER_JVM_OPTIONS, initial_heap_option(memory), cds or "",
+                                extra.strip()) if o)
+
+
 def initial_heap_option(memory: str) -> str:
     """-Xms for a driver of spark.driver.memory `memory`: HEAP_FLOOR_MB, or `memory` when it is
     smaller; "" when `memory` is no size Spark reads (Spark then refuses it itself)."""
@@ -170,9 +180,8 @@ def spark_session(master: str, app_name: str = "logcount", java_options: str | N
         builder = builder.config(key, value)
     if java_options is None:
         java_options = spark_java_options()  # the class-data-sharing archive, when set-up made one
-    builder = builder.config("spark.driver.extraJavaOptions",
-                             f"{DRIVER_JVM_OPTIONS} {initial_heap_option(driver_memory())} "
-                             f"{java_options or ''}".strip())
+    builder = builder.config("spark.driver.extraJavaOptions", driver_java_options(
+        driver_memory(), java_options, os.environ.get("LOGCOUNT_SPARK_JAVA_OPTIONS", "")))
     if master.startswith("spark://"):
         host = os.environ.get("LOGCOUNT_SPARK_DRIVER_HOST", "127.0.0.1")
         builder = builder.config("spark.driver.host", host)

@@ -53,3 +53,35 @@ def test_the_initial_heap_starts_this_machines_java_beside_its_xmx(memory):
     final = {line.split()[1]: line.split()[3] for line in done.stdout.splitlines()
              if line.count("=") == 1 and len(line.split()) >= 4}
     assert int(final["InitialHeapSize"]) == int(xms[4:-1]) * 1024 * 1024
+
+
+def test_an_operators_java_options_come_last_so_they_win():
+    from pipeline.spark import DRIVER_JVM_OPTIONS, driver_java_options
+
+    cds = "-XX:SharedArchiveFile=/a.jsa -Xshare:auto"
+    opts = driver_java_options("2g", cds, " -Xmn48m -Xms128m ")
+    assert opts == f"{DRIVER_JVM_OPTIONS} -Xms512m {cds} -Xmn48m -Xms128m"
+    assert opts.rindex("-Xmn48m") > opts.index("-Xmn192m")
+    # nothing extra and no archive: no stray blanks
+    assert driver_java_options("2g", None) == f"{DRIVER_JVM_OPTIONS} -Xms512m"
+    assert driver_java_options("bogus", None, "") == DRIVER_JVM_OPTIONS
+
+
+def test_an_operators_collector_and_young_generation_start_this_machines_java():
+    """The memory-tight recipe of docs/deploy.md (Sizing), after our flags, is a JVM that
+    starts, with the operator's collector and sizes, not ours."""
+    import shlex
+    import subprocess
+
+    from pipeline.spark import driver_java_options
+
+    recipe = "-XX:-UseParallelGC -XX:+UseSerialGC -Xmn48m -Xms64m"
+    done = subprocess.run(["java", *shlex.split(driver_java_options("2g", None, recipe)),
+                           "-Xmx2g", "-XX:+PrintFlagsFinal", "-version"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    final = {line.split()[1]: line.split()[3] for line in done.stdout.splitlines()
+             if line.count("=") == 1 and len(line.split()) >= 4}
+    assert final["UseSerialGC"] == "true" and final["UseParallelGC"] == "false"
+    assert int(final["NewSize"]) == 48 * 1024 * 1024
+    assert int(final["InitialHeapSize"]) == 64 * 1024 * 1024
