@@ -40,18 +40,11 @@ def test_the_initial_heap_is_the_floor_or_the_whole_heap(memory, option):
 def test_the_initial_heap_starts_this_machines_java_beside_its_xmx(memory):
     """spark.driver.memory becomes -Xmx; our -Xms must never exceed it (the JVM would not start)
     and must be what the JVM commits first."""
-    import shlex
-    import subprocess
 
     from pipeline.spark import DRIVER_JVM_OPTIONS, initial_heap_option
 
     xms = initial_heap_option(memory)
-    done = subprocess.run(["java", *shlex.split(DRIVER_JVM_OPTIONS), xms, f"-Xmx{memory}",
-                           "-XX:+PrintFlagsFinal", "-version"],
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    final = {line.split()[1]: line.split()[3] for line in done.stdout.splitlines()
-             if line.count("=") == 1 and len(line.split()) >= 4}
+    final = _final_flags(f"{DRIVER_JVM_OPTIONS} {xms} -Xmx{memory}")
     assert int(final["InitialHeapSize"]) == int(xms[4:-1]) * 1024 * 1024
 
 
@@ -70,18 +63,22 @@ def test_an_operators_java_options_come_last_so_they_win():
 def test_an_operators_collector_and_young_generation_start_this_machines_java():
     """The memory-tight recipe of docs/deploy.md (Sizing), after our flags, is a JVM that
     starts, with the operator's collector and sizes, not ours."""
-    import shlex
-    import subprocess
-
     from pipeline.spark import driver_java_options
 
     recipe = "-XX:-UseParallelGC -XX:+UseSerialGC -Xmn48m -Xms64m"
-    done = subprocess.run(["java", *shlex.split(driver_java_options("2g", None, recipe)),
-                           "-Xmx2g", "-XX:+PrintFlagsFinal", "-version"],
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    final = {line.split()[1]: line.split()[3] for line in done.stdout.splitlines()
-             if line.count("=") == 1 and len(line.split()) >= 4}
+    final = _final_flags(driver_java_options("2g", None, recipe) + " -Xmx2g")
     assert final["UseSerialGC"] == "true" and final["UseParallelGC"] == "false"
     assert int(final["NewSize"]) == 48 * 1024 * 1024
     assert int(final["InitialHeapSize"]) == 64 * 1024 * 1024
+
+
+def _final_flags(options: str) -> dict[str, str]:
+    """This machine's java started with `options`: its final flags, name -> value."""
+    import shlex
+    import subprocess
+
+    done = subprocess.run(["java", *shlex.split(options), "-XX:+PrintFlagsFinal", "-version"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return {line.split()[1]: line.split()[3] for line in done.stdout.splitlines()
+            if line.count("=") == 1 and len(line.split()) >= 4}
