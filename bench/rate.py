@@ -19,6 +19,8 @@ from bench.runner import Bench
 from connectors import stack
 from core.settings import BenchSettings
 
+# Lines the producer cycles through (the rate sets what is sent; they only need to be varied).
+FILLER_LINES = 200_000
 # The figures a run prints (Bench.latency's result has more: warm-up, probes, rates).
 SHOWN = ("p50", "p99", "max", "probes_seen", "cpu_s_per_m_lines", "peak_rss_mb", "jvm_rss_mb",
          "batches", "commit_p99_ms")
@@ -34,9 +36,8 @@ def main() -> int:
         ap.error("--repeats and --partitions must be at least 1")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     stack.up(log=logging.info)
-    # --lines only sizes the filler the producer cycles through (the rate sets what is sent).
-    b = Bench(BenchSettings(lines=200_000, out=args.out).validate())
-    filler, _ = data.generate_with_totals(200_000, 1)
+    b = Bench(BenchSettings(lines=FILLER_LINES, out=args.out).validate())
+    filler, _ = data.generate_with_totals(FILLER_LINES, 1)
     try:
         for i in range(args.repeats):
             run = b.latency(0.5, filler, args.partitions, repeat=i)
