@@ -37,7 +37,7 @@ def main() -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     stack.up(log=logging.info)
     b = Bench(BenchSettings(lines=FILLER_LINES, out=args.out).validate())
-    filler, _ = data.generate_with_totals(FILLER_LINES, 1)
+    filler = data.generate(FILLER_LINES, 1)
     try:
         for i in range(args.repeats):
             run = b.latency(0.5, filler, args.partitions, repeat=i)
