@@ -18,8 +18,8 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec
 
-from core.client_properties import RDKAFKA_CONSUMER_ONLY
-from core.errors import ConfigError, DependencyError, denied
+from logcount.core.client_properties import RDKAFKA_CONSUMER_ONLY
+from logcount.core.errors import ConfigError, DependencyError, denied
 
 log = logging.getLogger("logcount.kafka")
 

@@ -38,11 +38,11 @@ from confluent_kafka import (
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
+from logcount.connectors import kafka_io
 
-from connectors import kafka_io
-from core.errors import DependencyError, LogcountError
-from core.metrics import Health, SinkMetrics, serve
-from core.settings import MySQLUrl, SinkSettings
+from logcount.core.errors import DependencyError, LogcountError
+from logcount.core.metrics import Health, SinkMetrics, serve
+from logcount.core.settings import MySQLUrl, SinkSettings
 
 log = logging.getLogger("logcount.sink")
 

@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from confluent_kafka import KafkaException, Producer
+from logcount.connectors import kafka_io
 
-from connectors import kafka_io
-from core.errors import AuthorizationError, ConfigError, DependencyError
-from core.settings import ProduceSettings
-from formats.rule import check_line_regex, counted_minute, minute_label
-from formats.shapes import SyntheticRecord, synthetic_records
-from formats.spec import FormatError, LineFormat
+from logcount.core.errors import AuthorizationError, ConfigError, DependencyError
+from logcount.core.settings import ProduceSettings
+from logcount.formats.rule import check_line_regex, counted_minute, minute_label
+from logcount.formats.shapes import SyntheticRecord, synthetic_records
+from logcount.formats.spec import FormatError, LineFormat
 
 log = logging.getLogger("logcount.produce")
 
@@ -143,7 +143,8 @@ def synthetic_values(records: Iterable[SyntheticRecord], levels: Collection[str]
 
 def file_values(lines: Iterable[bytes], fmt: LineFormat,
                 expected: dict[str, int]) -> Iterator[bytes]:
-    """The lines as they are; each that `fmt` counts adds to `expected` (formats/rule.py, the
+    """The lines as they are; each that `fmt` counts adds to `expected` (logcount/formats/rule.py,
+    the
     pure twin of the stage's rule)."""
     for line in lines:
         key = counted_minute(line, fmt)

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.errors import DependencyError, StackError
-from core.paths import jars_dir, state_dir
+from logcount.core.errors import DependencyError, StackError
+from logcount.core.paths import jars_dir, state_dir
 
 KAFKA_PORT = 9092
 KAFKA_CONTROLLER_PORT = 9093
@@ -276,7 +276,7 @@ Configuration:
         return [*self._jvm(), "kafka.Kafka", str(self.dir / "server.properties")]
 
     def probe(self) -> None:
-        from connectors.kafka_io import transactional_round_trip
+        from logcount.connectors.kafka_io import transactional_round_trip
 
         if not port_open(KAFKA_PORT):  # no client (and no client log noise) before the port opens
             raise DependencyError("kafka port closed")

@@ -7,9 +7,9 @@ from collections.abc import Mapping
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
+from logcount.connectors import kafka_io
 
-from connectors import kafka_io
-from core.errors import DependencyError
+from logcount.core.errors import DependencyError
 
 # Why 300 s for the whole read: a state topic is small once compacted (5 years of minutes are
 # ~44,000 hour records, ~24 MB, read in 0.2 s here), and before the cleaner runs it also holds

@@ -21,9 +21,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from logcount.connectors.kafka_io import client_config
 
-from connectors.kafka_io import client_config
-from core.errors import (
+from logcount.core.errors import (
     AbortableKafkaError,
     FatalKafkaError,
     HungClientError,

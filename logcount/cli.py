@@ -12,10 +12,10 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from core import settings as st
-from core.errors import ConfigError, LogcountError
-from core.paths import log_file
-from core.redact import MaskSecrets, mask
+from logcount.core import settings as st
+from logcount.core.errors import ConfigError, LogcountError
+from logcount.core.paths import log_file
+from logcount.core.redact import MaskSecrets, mask
 
 
 class _Parser(argparse.ArgumentParser):
@@ -26,7 +26,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _stack(args: argparse.Namespace) -> int:
-    from connectors import stack
+    from logcount.connectors import stack
 
     if args.action == "up":
         s = st.from_namespace(st.StackSettings, args)
@@ -46,35 +46,35 @@ def _run(args: argparse.Namespace) -> int:
     settings = st.from_namespace(st.RunSettings, args)
     # The Spark session (~2 s) begins before the stage's own modules are imported (0.1 s):
     # pipeline.spark imports nothing heavy. See Stage.start.
-    from pipeline.spark import SessionStart
+    from logcount.pipeline.spark import SessionStart
 
     spark = SessionStart(settings.master)
-    from pipeline.driver import run_stage
+    from logcount.pipeline.driver import run_stage
 
     return run_stage(settings, spark)
 
 
 def _state(args: argparse.Namespace) -> int:
-    from pipeline.state_view import show
+    from logcount.pipeline.state_view import show
 
     s = st.from_namespace(st.StateShowSettings, args)
     return show(s, s.json)
 
 
 def _sink(args: argparse.Namespace) -> int:
-    from connectors.mysql_sink import run_sink
+    from logcount.connectors.mysql_sink import run_sink
 
     return run_sink(st.from_namespace(st.SinkSettings, args))
 
 
 def _produce(args: argparse.Namespace) -> int:
-    from connectors.produce import run_produce
+    from logcount.connectors.produce import run_produce
 
     return run_produce(st.from_namespace(st.ProduceSettings, args))
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from pipeline.demo import run_demo
+    from logcount.pipeline.demo import run_demo
 
     return run_demo(st.from_namespace(st.DemoSettings, args))
 
@@ -82,10 +82,10 @@ def _demo(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     settings = st.from_namespace(st.BenchSettings, args)
     if settings.soak is not None:
-        from bench.soak import plan_from_settings, run_soak
+        from logcount.bench.soak import plan_from_settings, run_soak
 
         return run_soak(plan_from_settings(settings))
-    from bench.runner import run_bench
+    from logcount.bench.runner import run_bench
 
     return run_bench(settings)
 

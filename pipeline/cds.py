@@ -4,7 +4,8 @@ A fresh Spark driver loads some 15,000 classes before its first batch. A dynamic
 (JDK 13+) holds them pre-parsed; measured on 2 cores: session start 4.7-5.1 s -> 3.0-3.4 s and
 the first job 2.3-2.9 s -> 1.3-1.9 s, which is most of what a restart (`recovery_s`) waits for.
 
-`python -m pipeline.cds_build` (run by scripts/setup.sh) makes it once per JVM, pyspark version and
+`python -m logcount.pipeline.cds_build` (run by scripts/setup.sh) makes it once per JVM, pyspark
+version and
 connector jars: a throw-away session runs small jobs and the JVM writes the archive as it exits.
 `spark_java_options()` uses it when present. A stale or foreign archive is harmless: the JVM
 checks it and runs without it (-Xshare:auto), silently (-Xlog:cds=off).
@@ -17,7 +18,7 @@ import os
 import shutil
 from pathlib import Path
 
-from core.paths import jars_dir
+from logcount.core.paths import jars_dir
 
 QUIET = "-Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off"
 # Part of the archive's key: raised when the training (cds_build) loads more, so that set-up

@@ -1,4 +1,5 @@
-"""`python -m pipeline.cds_build`: make the driver's class-data-sharing archive (see cds.py).
+"""`python -m logcount.pipeline.cds_build`: make the driver's class-data-sharing archive (see
+cds.py).
 
 Run once by scripts/setup.sh: a throw-away session, started with the stage's own settings,
 runs small jobs and the JVM writes the archive as it exits.
@@ -11,11 +12,12 @@ import os
 import sys
 from pathlib import Path
 
-from formats.spec import LineFormat
-from pipeline.cds import QUIET, archive_path
-from pipeline.job import batch_frame, read_ranges
-from pipeline.offsets import OffsetRange
-from pipeline.spark import spark_session
+from logcount.pipeline.cds import QUIET, archive_path
+from logcount.pipeline.job import batch_frame, read_ranges
+from logcount.pipeline.offsets import OffsetRange
+from logcount.pipeline.spark import spark_session
+
+from logcount.formats.spec import LineFormat
 
 # Nothing listens here: the Kafka path is walked up to its first connection (see _kafka_classes).
 NO_BROKER = "127.0.0.1:9"
@@ -85,7 +87,7 @@ def main() -> int:
 
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".tmp{os.getpid()}")
-    r = subprocess.run([sys.executable, "-m", "pipeline.cds_build", "--train", str(tmp)],
+    r = subprocess.run([sys.executable, "-m", "logcount.pipeline.cds_build", "--train", str(tmp)],
                        capture_output=True, text=True, timeout=600)
     if r.returncode != 0 or not tmp.exists() or tmp.stat().st_size == 0:
         tmp.unlink(missing_ok=True)

@@ -1,7 +1,7 @@
 """The demo's verdict: error_log against the expectation, printed the same way for both demos.
 
 `logcount demo` calls `report` itself. The docker demo runs this module in the compose network
-(`scripts/docker-demo.sh`): `python -m pipeline.demo_check --expect PATH` waits until the
+(`scripts/docker-demo.sh`): `python -m logcount.pipeline.demo_check --expect PATH` waits until the
 generator has written its expectation and error_log equals it, or until `--timeout`, then prints
 the table and the verdict and exits 0 when they are equal.
 """
@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 
 import pymysql
+from logcount.connectors.mysql_sink import read_table
 
-from connectors.mysql_sink import read_table
-from core.settings import MySQLUrl
+from logcount.core.settings import MySQLUrl
 
 
 def report(table: dict[str, int], expected: dict[str, int], source: str) -> bool:
@@ -82,7 +82,7 @@ def wait_for_verdict(url: MySQLUrl, expect: Path, timeout_s: float, every_s: flo
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m pipeline.demo_check", description=__doc__)
+    ap = argparse.ArgumentParser(prog="python -m logcount.pipeline.demo_check", description=__doc__)
     ap.add_argument("--expect", type=Path, required=True, help="the generator's expectation")
     ap.add_argument("--mysql-url", default=os.environ.get("LOGCOUNT_MYSQL_URL"),
                     help="default: $LOGCOUNT_MYSQL_URL")

@@ -28,29 +28,12 @@ from datetime import UTC, datetime
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
-
-from connectors import kafka_io, state_topic
-from connectors.transactional_sink import AtLeastOnceSink, OutRecord, TransactionalSink
-from core.errors import (
-    AbortableKafkaError,
-    AuthorizationError,
-    ConfigError,
-    DependencyError,
-    FatalKafkaError,
-    HungClientError,
-    RetriableKafkaError,
-    TakenOverError,
-)
-from core.metrics import Health, StageMetrics, serve
-from core.progress import Progress
-from core.settings import RunSettings
-from formats.rule import REASON_LATE
-from formats.spark import check_regex
-from formats.spec import FormatError
-from pipeline import state_view
-from pipeline.crash import CrashPoints
-from pipeline.job import BatchResult, MalformedRef, compute_batch
-from pipeline.offsets import (
+from logcount.connectors import kafka_io, state_topic
+from logcount.connectors.transactional_sink import AtLeastOnceSink, OutRecord, TransactionalSink
+from logcount.pipeline import start_facts
+from logcount.pipeline.crash import CrashPoints
+from logcount.pipeline.job import BatchResult, MalformedRef, compute_batch
+from logcount.pipeline.offsets import (
     OffsetRange,
     batch_cap,
     offsets_to_send,
@@ -58,8 +41,8 @@ from pipeline.offsets import (
     plan_ranges,
     resolve_starts,
 )
-from pipeline.spark import SessionStart, connector_jars, under_spark_submit
-from pipeline.state import (
+from logcount.pipeline.spark import SessionStart, connector_jars, under_spark_submit
+from logcount.pipeline.state import (
     CLAIM_KEY,
     Change,
     StageState,
@@ -70,7 +53,24 @@ from pipeline.state import (
     decode_records,
     state_topic_name,
 )
-from pipeline.totals import minute_index, minute_text
+from logcount.pipeline.totals import minute_index, minute_text
+
+from logcount.core.errors import (
+    AbortableKafkaError,
+    AuthorizationError,
+    ConfigError,
+    DependencyError,
+    FatalKafkaError,
+    HungClientError,
+    RetriableKafkaError,
+    TakenOverError,
+)
+from logcount.core.metrics import Health, StageMetrics, serve
+from logcount.core.progress import Progress
+from logcount.core.settings import RunSettings
+from logcount.formats.rule import REASON_LATE
+from logcount.formats.spark import check_regex
+from logcount.formats.spec import FormatError
 
 log = logging.getLogger("logcount.stage")
 
@@ -238,17 +238,17 @@ class Stage:
 
     def read_state_table(self) -> dict[bytes, bytes]:
         """The state topic's last value per key."""
-        return state_view.read_table(self.admin, self.s)
+        return start_facts.read_table(self.admin, self.s)
 
     def start_state(self, consumer: Consumer) -> None:
         """Read the state back and check it against the cluster. Runs after init_transactions:
         a predecessor's open transaction is aborted, so state and group offsets are settled.
         `logcount state show` reads and decides the same way (pipeline/state_view.py)."""
         t0 = time.monotonic()
-        facts = state_view.gather(self.admin, self.s, consumer, self.read_state_table,
+        facts = start_facts.gather(self.admin, self.s, consumer, self.read_state_table,
                                   created=True)
         progress, hours = decode_records(facts.table, self.state_topic)
-        start = check_start(progress, hours, facts.start, state_view.wanted(self.s))
+        start = check_start(progress, hours, facts.start, start_facts.wanted(self.s))
         for line in start.warnings:
             log.warning("%s", line)
         self.state = start.state

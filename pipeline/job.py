@@ -2,7 +2,8 @@
 
 Only per-minute counts and a bounded number of malformed-line references come back to the driver;
 the raw lines never leave the executors. Parsing is Spark SQL (no Python UDF): the format's plan
-(formats/spark.py), the same rule as its pure twin (formats/rule.py), so the JVM does the
+(logcount/formats/spark.py), the same rule as its pure twin (logcount/formats/rule.py), so the JVM
+does the
 per-line work.
 """
 
@@ -15,11 +16,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from formats.rule import REASON_LATE, minute_label
-from formats.spark import line_frame
-from formats.spec import LineFormat
-from pipeline.offsets import OffsetRange
-from pipeline.totals import minute_index
+from logcount.pipeline.offsets import OffsetRange
+from logcount.pipeline.totals import minute_index
+
+from logcount.formats.rule import REASON_LATE, minute_label
+from logcount.formats.spark import line_frame
+from logcount.formats.spec import LineFormat
 
 # How many malformed-line references one batch may bring to the driver (--max-malformed-per-batch).
 # A batch that holds more is cut short in the partition where the limit is reached (the rest
@@ -52,7 +54,8 @@ TASKS_PER_CORE = 2
 # one costs ~1 ms even when its class is cached (the code is made again to look it up); interpreted
 # it is nearly free, but every row then costs more (the setting reaches the whole plan: its parse
 # and aggregation run interpreted too, ~2x the per-row time). Measured warm on 2 cores with `python
-# -m bench.cycle --partitions P [--tasks T] [--conf ...]` (20,000 lines/s, a cycle's collect,
+# -m logcount.bench.cycle --partitions P [--tasks T] [--conf ...]` (20,000 lines/s, a cycle's
+# collect,
 # median of 90): 256 partitions, ~20 records a range: one task 282 ms, interpreted 183, two tasks
 # 153, both 127-134 (cycle 360 -> 216 ms); 64: cycle 254 -> 191 ms; 4 partitions (~750 a range, one
 # task, generated as before) 73 ms, interpreted it would be 61. Ranges read again and again (a
@@ -139,7 +142,7 @@ def batch_frame(df, fmt: LineFormat, malformed_per_partition: int | None,
     Columns: p (a malformed line's partition, else null), minute (binary 'YYYY-MM-DD HH:MM'
     from the seed fast path, or null), mi (the minute index from every other path, or null),
     bad_offset, reason, raw, len, n, rn.
-    Every per-line step is a built-in expression (formats/spark.py: JVM code generation, no
+    Every per-line step is a built-in expression (logcount/formats/spark.py: JVM code generation, no
     Python per line).
     """
     from pyspark import SparkContext

@@ -9,9 +9,10 @@ import re
 import time
 from pathlib import Path
 
-from core.errors import DependencyError
-from core.paths import jars_dir
-from pipeline.cds import spark_java_options
+from logcount.pipeline.cds import spark_java_options
+
+from logcount.core.errors import DependencyError
+from logcount.core.paths import jars_dir
 
 
 def connector_jars() -> list[str]:
@@ -71,7 +72,8 @@ KAFKA_CONSUMER_CACHE = 1024
 # the UI off; a stage runs ~860,000 jobs a day and never reads it. Spark's defaults keep the last
 # 1,000 jobs, stages and executions and 100,000 tasks (with their metrics: tens of MB, reached
 # after ~1,000 batches and then held), so a soak's first 20 minutes grew toward that plateau
-# (bench/soak.py's class histogram: StageData, TaskDataWrapper, SQLPlanMetric). A few of each
+# (logcount/bench/soak.py's class histogram: StageData, TaskDataWrapper, SQLPlanMetric). A few of
+# each
 # are enough for a heap dump's reader; the bound is hit within a minute and stays flat.
 STATUS_STORE_BOUNDS = {
     "spark.ui.retainedJobs": "50",
@@ -87,7 +89,8 @@ STATUS_STORE_BOUNDS = {
 # - C2 compiles a method only at 10x HotSpot's default invocation counts: a cold first batch
 #   otherwise spends a core compiling Spark's planner with C2 for one job's sake; C1 code runs
 #   that well enough, and the per-row code of steady batches is hot enough to reach C2 anyway.
-# Measured with `python -m bench.steady_state --topic T --lines 2000000 --runs 2` (2 cores):
+# Measured with `python -m logcount.bench.steady_state --topic T --lines 2000000 --runs 2` (2
+# cores):
 # first commit 6.9 -> 5.7-5.9 s, all 2M committed 12.5-13.1 -> 11.0-11.2 s. C1 alone
 # (-XX:TieredStopAtLevel=1) commits first at 4.7-5.0 s but its steady batches are ~25% slower;
 # 30x the counts, or later C1 too, were slower than 10x.
@@ -101,7 +104,7 @@ STATUS_STORE_BOUNDS = {
 # - A fixed young generation (192 MB): the parallel collector's
 #   adaptive sizing grew eden toward a third of -Xmx (spark.driver.memory, 2 GB) for ~10 minutes
 #   of a steady stage, whose live heap after a full collection stays ~80 MB: the 24-minute soak
-#   (bench/soak.py, 19,286 batches) saw heap committed 868 -> 895 MB and JVM RSS 1,318 ->
+#   (logcount/bench/soak.py, 19,286 batches) saw heap committed 868 -> 895 MB and JVM RSS 1,318 ->
 #   1,358 MB, then flat. With it, a 5-minute soak's JVM RSS was ~850 MB instead of ~1,330,
 #   and a 3M-line backlog ran at the same pace (steady 274-306k lines/s without, 279-296k with,
 #   interleaved on a busy machine). Old generation room is unchanged (up to -Xmx).

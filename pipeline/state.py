@@ -21,10 +21,8 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from core.errors import ConfigError
-from formats.spec import LineFormat
-from pipeline.offsets import OffsetRange
-from pipeline.totals import (
+from logcount.pipeline.offsets import OffsetRange
+from logcount.pipeline.totals import (
     Totals,
     encode_hour,
     hour_key,
@@ -32,6 +30,9 @@ from pipeline.totals import (
     minute_text,
     parse_hour_key,
 )
+
+from logcount.core.errors import ConfigError
+from logcount.formats.spec import LineFormat
 
 __all__ = [
     "FORMAT",

@@ -1,4 +1,4 @@
-"""Rewrite the README's configuration reference from core/settings.py."""
+"""Rewrite the README's configuration reference from logcount/core/settings.py."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import re
 import sys
 from pathlib import Path
 
-from core.settings import reference_markdown
+from logcount.core.settings import reference_markdown
 
 BEGIN, END = "<!-- BEGIN CONFIG REFERENCE -->", "<!-- END CONFIG REFERENCE -->"
 

@@ -57,7 +57,7 @@ fetch_jars() {  # fetch_jars NAME POM_DIR [extra -D...]
   fi
 }
 fetch_jars kafka jvm/kafka-broker
-fetch_jars kafka-streams jvm/kafka-streams  # the bench's kafka_streams_eos (bench/streams/)
+fetch_jars kafka-streams jvm/kafka-streams  # the bench's kafka_streams_eos (logcount/bench/streams/)
 spark_version=$(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("pyspark"))')
 fetch_jars spark-kafka jvm/spark-kafka "-Dspark.version=$spark_version"
 
@@ -110,6 +110,6 @@ fi
 
 # A class-data-sharing archive for the Spark driver JVM (pipeline/cds.py): seconds off every
 # stage start. Made once per JVM/pyspark/connector; without it Spark simply starts slower.
-.venv/bin/python -m pipeline.cds_build >/dev/null || say "warning: no CDS archive; Spark starts without it"
+.venv/bin/python -m logcount.pipeline.cds_build >/dev/null || say "warning: no CDS archive; Spark starts without it"
 
 say "ready: .venv/bin/logcount (pyspark $spark_version, kafka $(ls .cache/jars/kafka | sed -n 's/^kafka_2.13-\(.*\)\.jar$/\1/p'))"

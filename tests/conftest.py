@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import pymysql
 import pytest
 
-from core.settings import MySQLUrl
+from logcount.core.settings import MySQLUrl
 
 
 def pytest_collection_modifyitems(config, items) -> None:
@@ -92,9 +92,8 @@ def _kafka_container(host_port: int):
 
 
 def _testcontainers() -> Iterator[Endpoints]:
+    from logcount.connectors.kafka_io import transactional_round_trip
     from testcontainers.community.mysql import MySqlContainer
-
-    from connectors.kafka_io import transactional_round_trip
 
     port = _free_port()
     mysql = MySqlContainer(MYSQL_IMAGE, username="root", password="test", dbname="logcount")
@@ -121,7 +120,7 @@ def endpoints() -> Iterator[Endpoints]:
             pytest.fail("LOGCOUNT_TEST_STACK=testcontainers, but no Docker engine answers")
         yield from _testcontainers()
         return
-    from connectors import stack
+    from logcount.connectors import stack
 
     was_up = all(svc.pid() is not None for svc in stack.services())
     stack.up(log=lambda line: None)

@@ -13,8 +13,7 @@ from pathlib import Path
 import pymysql
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import OffsetSpec
-
-from connectors import kafka_io
+from logcount.connectors import kafka_io
 
 LOGCOUNT = [sys.executable, "-m", "logcount.cli"]
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,7 +102,7 @@ def group_offsets(bootstrap: str, group: str, topic: str,
     """The group's committed offsets. While a transaction that sent offsets for the group is
     still open (a crashed stage's), the broker calls them unstable and the fetch waits; keep
     asking until the transaction is resolved (aborted by a restart or its timeout)."""
-    from core.errors import DependencyError
+    from logcount.core.errors import DependencyError
 
     adm = kafka_io.admin(bootstrap)
     parts = kafka_io.partitions_of(adm, topic) or []

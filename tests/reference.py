@@ -1,7 +1,8 @@
 """An independent reading of docs/contract.md's default input line rule, for checking logcount.
 
 Written char by char from the contract's words (no regex, no strptime, no datetime), sharing
-nothing with formats/ (formats/rule.py uses a regex and datetime, formats/spark.py Spark SQL), so
+nothing with logcount/formats/ (logcount/formats/rule.py uses a regex and datetime,
+logcount/formats/spark.py Spark SQL), so
 that they can be held against each other. The rule: `[DATE[T| ]TIME[fraction][zone]] LEVEL ...`,
 the timestamp bare or in square brackets, ONE space, a level word of ASCII letters, then a space
 or the end; one trailing \\r\\n, \\n or \\r is ignored. A time without a zone is UTC (the

@@ -1,4 +1,5 @@
-"""bench/state_restore.py: a state written as the stage writes it comes back whole, measured."""
+"""logcount/bench/state_restore.py: a state written as the stage writes it comes back whole,
+measured."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import json
 
 import pytest
 
-from bench import state_restore
+from logcount.bench import state_restore
 
 pytestmark = pytest.mark.bench
 

@@ -30,7 +30,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from formats.shapes import synthetic_lines
+from logcount.formats.shapes import synthetic_lines
 from tests.reference import is_counted, reference_parse
 
 pytestmark = pytest.mark.docker

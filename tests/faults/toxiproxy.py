@@ -23,7 +23,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from core.paths import home
+from logcount.core.paths import home
 from tests.secured.cluster import die_with_parent  # the nodes' own: killed with the tests
 
 HOST = "127.0.0.1"

@@ -1,5 +1,5 @@
 """Seeded records of every format kind, near every edge of its rule: the corpus that holds the
-Spark plan (formats/spark.py) to its pure twin (formats/rule.py) line by line.
+Spark plan (logcount/formats/spark.py) to its pure twin (logcount/formats/rule.py) line by line.
 
 `FORMATS[name]` is (LineFormat, generator); `corpus(name, n, seed)` draws n records from the
 generator, with a few of every other format's records mixed in (a JSON format meets text lines,
@@ -13,7 +13,7 @@ import json
 import random
 from collections.abc import Callable
 
-from formats.spec import LineFormat
+from logcount.formats.spec import LineFormat
 
 Gen = Callable[[random.Random], bytes]
 
@@ -122,7 +122,8 @@ def default_line(rng: random.Random) -> bytes:
     return stamp + sep + level + after + body + _pick(rng, TERMINATORS, BAD_TERMINATORS)
 
 
-# --- --line-regex formats (formats/shapes.py's, and one that takes any non-blank level) -------
+# --- --line-regex formats (logcount/formats/shapes.py's, and one that takes any non-blank level)
+# -------
 
 LOG4J2_RE = (r"(?<time>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}[.,]\d{1,9}) \[[^\]]*\] +"
              r"(?<level>[A-Za-z]+)")

@@ -12,8 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from confluent_kafka import Producer
-
-from connectors import kafka_io
+from logcount.connectors import kafka_io
 
 MALFORMED = (
     b"",

@@ -10,9 +10,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from logcount.connectors import stack
 
-from connectors import stack
-from core.paths import jars_dir
+from logcount.core.paths import jars_dir
 from tests.helpers import ROOT, cli, sink_args, stage_args
 from tests.integration.input_builder import build_input
 from tests.integration.test_stage import assert_exact

@@ -1,4 +1,5 @@
-"""Every log shape of formats/shapes.py through the real CLI, broker and MySQL: `logcount produce
+"""Every log shape of logcount/formats/shapes.py through the real CLI, broker and MySQL: `logcount
+produce
 --synthetic --shape`, `logcount run --once` with the shape's RUN_FLAGS, `logcount sink --once`.
 
 The expectation is never the project's parser: a synthetic record's minute (its UTC instant was
@@ -16,16 +17,16 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
+from logcount.connectors.mysql_sink import read_table
 
-from connectors.mysql_sink import read_table
-from formats.rule import REASONS
-from formats.shapes import (
+from logcount.formats.rule import REASONS
+from logcount.formats.shapes import (
     RUN_FLAGS,
     ZONELESS,
     expected_from_records,
     synthetic_records,
 )
-from formats.spec import parse_levels
+from logcount.formats.spec import parse_levels
 from tests.helpers import (
     cli,
     end_offsets,

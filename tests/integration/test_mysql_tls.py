@@ -13,7 +13,7 @@ from pathlib import Path
 import pymysql
 import pytest
 
-from core.settings import MySQLUrl
+from logcount.core.settings import MySQLUrl
 from tests.helpers import cli
 from tests.integration.test_sink_drift import create_topic, minute, write_totals
 

@@ -1,5 +1,5 @@
-"""The Spark SQL line rule (formats/spark.py, in pipeline/job.py's batch_frame) against the
-independent reference and against its pure twin (formats/rule.py).
+"""The Spark SQL line rule (logcount/formats/spark.py, in pipeline/job.py's batch_frame) against the
+independent reference and against its pure twin (logcount/formats/rule.py).
 
 The rule's tests need no Kafka: the same plan runs on a DataFrame of (partition, offset, value)
 built in memory, over tricky lines and thousands of generated ones, and must agree line by line
@@ -13,13 +13,13 @@ import os
 import random
 
 import pytest
+from logcount.pipeline.job import batch_frame, batch_result, compute_batch, projections, read_ranges
+from logcount.pipeline.offsets import OffsetRange
+from logcount.pipeline.totals import minute_index
 
-from formats.rule import Malformed, minute_label, parse_record
-from formats.spark import line_frame
-from formats.spec import LineFormat
-from pipeline.job import batch_frame, batch_result, compute_batch, projections, read_ranges
-from pipeline.offsets import OffsetRange
-from pipeline.totals import minute_index
+from logcount.formats.rule import Malformed, minute_label, parse_record
+from logcount.formats.spark import line_frame
+from logcount.formats.spec import LineFormat
 from tests.helpers import end_offsets
 from tests.integration.format_corpus import FORMATS, corpus
 from tests.integration.input_builder import build_input
@@ -72,7 +72,7 @@ def _generated(n: int, seed: int) -> list[bytes]:
 
 @pytest.fixture(scope="module")
 def spark():
-    from pipeline.spark import spark_session
+    from logcount.pipeline.spark import spark_session
 
     session = spark_session("local[2]", "logcount-rule-test")
     yield session
@@ -305,7 +305,7 @@ def test_kafka_is_read_through_v2_and_agrees_with_v1(spark, endpoints, names):
     """The session reads Kafka through DataSource V2 (pipeline/spark.py SQL_CONF): the plan is a
     BatchScan, Spark's own default still lists kafka as V1 (what we take it out of), and V1
     reading the same transactional input with malformed lines gives the same batch."""
-    from pipeline.spark import V1_SOURCES_DEFAULT, V1_SOURCES_KEY
+    from logcount.pipeline.spark import V1_SOURCES_DEFAULT, V1_SOURCES_KEY
 
     jvm = spark.sparkContext._jvm
     default = jvm.org.apache.spark.sql.internal.SQLConf.USE_V1_SOURCE_LIST().defaultValueString()

@@ -56,7 +56,7 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from core.paths import jars_dir
+from logcount.core.paths import jars_dir
 
 HOST = "127.0.0.1"
 CONTROLLER_ID = 100

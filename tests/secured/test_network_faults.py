@@ -32,10 +32,10 @@ import pymysql
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import NewTopic
+from logcount.connectors import stack
+from logcount.connectors.mysql_sink import read_table
 
-from connectors import stack
-from connectors.mysql_sink import read_table
-from formats.shapes import synthetic_lines
+from logcount.formats.shapes import synthetic_lines
 from tests import helpers
 from tests.conftest import Names
 from tests.faults.toxiproxy import Proxy, Toxiproxy, binary

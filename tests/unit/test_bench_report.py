@@ -1,11 +1,11 @@
-"""bench/report.py and the pure helpers of the benchmark: goals, percentiles, the table."""
+"""logcount/bench/report.py and the pure helpers of the benchmark: goals, percentiles, the table."""
 
 import math
 
 import pytest
 
-from bench import phases, report
-from bench.latency import percentile, probe_minute
+from logcount.bench import phases, report
+from logcount.bench.latency import percentile, probe_minute
 
 pytestmark = pytest.mark.unit
 

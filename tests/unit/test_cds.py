@@ -1,8 +1,7 @@
 """pipeline/cds.py: the driver JVM uses the archive only when set-up made one; its options start."""
 
 import pytest
-
-from pipeline import cds
+from logcount.pipeline import cds
 
 pytestmark = pytest.mark.unit
 
@@ -35,7 +34,7 @@ def test_driver_jvm_options_start_this_machines_java():
     import shlex
     import subprocess
 
-    from pipeline.spark import DRIVER_JVM_OPTIONS
+    from logcount.pipeline.spark import DRIVER_JVM_OPTIONS
 
     done = subprocess.run(["java", *shlex.split(DRIVER_JVM_OPTIONS), "-XX:+PrintFlagsFinal",
                            "-version"], capture_output=True, text=True, timeout=60)

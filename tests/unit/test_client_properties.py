@@ -8,7 +8,7 @@ import os
 import pytest
 from confluent_kafka import Producer
 
-from core.client_properties import (
+from logcount.core.client_properties import (
     DROP_SAFE,
     LOGCOUNT_OWNED,
     ClientProperties,
@@ -18,7 +18,7 @@ from core.client_properties import (
     secret_values,
     translate,
 )
-from core.errors import ConfigError
+from logcount.core.errors import ConfigError
 
 pytestmark = pytest.mark.unit
 

@@ -13,13 +13,14 @@ import socket
 import stat
 import subprocess
 import tempfile
+import tomllib
 from pathlib import Path
 
 import pytest
 import yaml
 
-from core import settings as st
 from logcount.cli import build_parser
+from logcount.core import settings as st
 
 pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parents[2]
@@ -127,9 +128,11 @@ def test_the_image_bakes_the_connector_at_the_pinned_pyspark_version():
     assert 's/.*"pyspark==\\([0-9.]*\\)".*/\\1/p' in dockerfile
     assert "jvm/fetch.sh jvm/spark-kafka" in dockerfile and "LOGCOUNT_JARS_DIR" in dockerfile
     # Every package pyproject.toml installs is in the image.
-    include = re.search(r"include = \[(.*?)\]", pyproject).group(1)
-    for package in re.findall(r'"(\w+)\*"', include):
-        assert f"COPY {package} {package}" in dockerfile, package
+    # Every folder pyproject.toml installs from is in the image (the one name's, and the mapped).
+    setup = tomllib.loads(pyproject)["tool"]["setuptools"]
+    folders = {"logcount", *setup["package-dir"].values()}
+    for folder in folders:
+        assert f"COPY {folder} /tmp/src/{folder}" in dockerfile, folder
 
 
 def test_the_ci_override_changes_images_only():

@@ -1,6 +1,5 @@
 import pytest
-
-from pipeline.crash import CrashPoints
+from logcount.pipeline.crash import CrashPoints
 
 pytestmark = pytest.mark.unit
 

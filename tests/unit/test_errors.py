@@ -1,13 +1,13 @@
 import pytest
 from confluent_kafka import KafkaError, KafkaException
-
-from connectors.transactional_sink import (
+from logcount.connectors.transactional_sink import (
     OutRecord,
     _close,
     _produce_all,
     _retrying,
 )
-from core.errors import (
+
+from logcount.core.errors import (
     AbortableKafkaError,
     FatalKafkaError,
     FencedError,

@@ -5,10 +5,9 @@
 import json
 
 import pytest
-
-from pipeline.driver import executor_kafka_options
-from pipeline.job import FETCH_MAX_WAIT_MS, MAX_POLL_RECORDS, reader_options
-from pipeline.offsets import OffsetRange
+from logcount.pipeline.driver import executor_kafka_options
+from logcount.pipeline.job import FETCH_MAX_WAIT_MS, MAX_POLL_RECORDS, reader_options
+from logcount.pipeline.offsets import OffsetRange
 
 pytestmark = pytest.mark.unit
 

@@ -1,4 +1,5 @@
-"""formats/rule.py, the pure twin of the line rule: each kind of format on the shapes real services
+"""logcount/formats/rule.py, the pure twin of the line rule: each kind of format on the shapes real
+services
 and shippers write, every DLQ reason, time zones across DST, and the counts per minute."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ import json
 
 import pytest
 
-from formats.rule import (
+from logcount.formats.rule import (
     REASON_EMPTY,
     REASON_FORMAT,
     REASON_LATE,
@@ -25,7 +26,7 @@ from formats.rule import (
     minute_label,
     parse_record,
 )
-from formats.spec import EPOCH_MINUTE, MINUTE_END, LineFormat
+from logcount.formats.spec import EPOCH_MINUTE, MINUTE_END, LineFormat
 
 pytestmark = pytest.mark.unit
 

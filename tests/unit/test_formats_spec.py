@@ -1,10 +1,11 @@
-"""formats/spec.py: every counting-flag mistake is a FormatError, and what is valid normalises."""
+"""logcount/formats/spec.py: every counting-flag mistake is a FormatError, and what is valid
+normalises."""
 
 from __future__ import annotations
 
 import pytest
 
-from formats.spec import FormatError, LineFormat, TimePattern, java_regex_groups
+from logcount.formats.spec import FormatError, LineFormat, TimePattern, java_regex_groups
 
 pytestmark = pytest.mark.unit
 

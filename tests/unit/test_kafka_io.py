@@ -5,9 +5,9 @@ from types import SimpleNamespace
 
 import pytest
 from confluent_kafka.admin import OffsetSpec
+from logcount.connectors import kafka_io
 
-from connectors import kafka_io
-from core.errors import DependencyError
+from logcount.core.errors import DependencyError
 
 pytestmark = pytest.mark.unit
 

@@ -1,9 +1,10 @@
-"""The seed format under the default line rule (formats/rule.py): seed lines count exactly as
+"""The seed format under the default line rule (logcount/formats/rule.py): seed lines count exactly
+as
 they always did; the one change is that a trailing \\n (like \\r and \\r\\n) is now ignored."""
 
 import pytest
 
-from formats.rule import (
+from logcount.formats.rule import (
     REASON_EMPTY,
     REASON_FORMAT,
     REASON_TIMESTAMP,
@@ -13,7 +14,7 @@ from formats.rule import (
     minute_label,
     parse_record,
 )
-from formats.spec import LineFormat
+from logcount.formats.spec import LineFormat
 
 pytestmark = pytest.mark.unit
 

@@ -1,12 +1,13 @@
-"""The default line rule (formats/rule.py) against the independent reference (tests/reference.py),
+"""The default line rule (logcount/formats/rule.py) against the independent reference
+(tests/reference.py),
 by hypothesis: lines near every edge of `[DATE[T| ]TIME[fraction][zone]] LEVEL ...`."""
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from formats.rule import Malformed, Parsed, minute_label, parse_record
-from formats.spec import LineFormat
+from logcount.formats.rule import Malformed, Parsed, minute_label, parse_record
+from logcount.formats.spec import LineFormat
 from tests.reference import reference_parse
 
 pytestmark = pytest.mark.unit

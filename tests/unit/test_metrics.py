@@ -6,7 +6,7 @@ import urllib.request
 
 import pytest
 
-from core.metrics import Health, StageMetrics, serve
+from logcount.core.metrics import Health, StageMetrics, serve
 
 pytestmark = pytest.mark.unit
 

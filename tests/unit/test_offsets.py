@@ -1,7 +1,11 @@
 import pytest
-
-from pipeline.job import INTERPRETED_MAX_RECORDS_PER_RANGE, TASKS_PER_CORE, BatchShape, batch_shape
-from pipeline.offsets import (
+from logcount.pipeline.job import (
+    INTERPRETED_MAX_RECORDS_PER_RANGE,
+    TASKS_PER_CORE,
+    BatchShape,
+    batch_shape,
+)
+from logcount.pipeline.offsets import (
     FIRST_BATCH_RECORDS,
     OffsetRange,
     batch_cap,

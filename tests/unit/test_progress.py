@@ -2,7 +2,7 @@ import io
 
 import pytest
 
-from core.progress import Progress
+from logcount.core.progress import Progress
 
 pytestmark = pytest.mark.unit
 

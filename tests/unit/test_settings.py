@@ -2,8 +2,8 @@ import argparse
 
 import pytest
 
-from core.errors import ConfigError
-from core.settings import (
+from logcount.core.errors import ConfigError
+from logcount.core.settings import (
     MySQLUrl,
     RunSettings,
     SinkSettings,
@@ -72,7 +72,7 @@ def test_bad_kafka_config_item():
 
 
 def test_numbers_are_finite_and_in_range_where_they_are_read():
-    from core.settings import RunSettings, SinkSettings, from_namespace
+    from logcount.core.settings import RunSettings, SinkSettings, from_namespace
 
     for env, words in [({"LOGCOUNT_TRIGGER_INTERVAL": "nan"}, "finite"),
                        ({"LOGCOUNT_METRICS_PORT": "65536"}, "between 0 and 65535"),
@@ -86,14 +86,14 @@ def test_numbers_are_finite_and_in_range_where_they_are_read():
 
 
 def test_the_transactional_id_comes_from_the_group_unless_given():
-    from core.settings import RunSettings
+    from logcount.core.settings import RunSettings
 
     assert RunSettings(group_id="g1").txn_id == "g1-stage"
     assert RunSettings(group_id="g1", transactional_id="t").txn_id == "t"
 
 
 def test_lateness_horizon_durations():
-    from core.settings import parse_duration_minutes
+    from logcount.core.settings import parse_duration_minutes
 
     assert parse_duration_minutes("90m", "x") == 90
     assert parse_duration_minutes("6h", "x") == 360 and parse_duration_minutes("7d", "x") == 10080
@@ -104,8 +104,8 @@ def test_lateness_horizon_durations():
 
 
 def test_passwords_are_masked_whoever_prints_them():
-    from core import redact
-    from core.settings import SinkSettings, mask_url
+    from logcount.core import redact
+    from logcount.core.settings import SinkSettings, mask_url
 
     assert mask_url("mysql://:Pw1@h/db") == "mysql://:***@h/db"
     assert mask_url("mysql://u:p/a@s@h:1/db") == "mysql://u:***@h:1/db"

@@ -1,4 +1,4 @@
-"""The synthetic shapes (formats/shapes.py) are what they claim: every record's generation
+"""The synthetic shapes (logcount/formats/shapes.py) are what they claim: every record's generation
 metadata agrees with the pure rule under the shape's own `logcount run` flags, the seed shape is
 today's generator, and the README's "Your log format" section shows RUN_FLAGS verbatim."""
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from formats.rule import Malformed, Parsed, expected_counts, parse_record
-from formats.shapes import (
+from logcount.formats.rule import Malformed, Parsed, expected_counts, parse_record
+from logcount.formats.shapes import (
     RUN_FLAGS,
     SHAPES,
     ZONELESS,
@@ -22,7 +22,7 @@ from formats.shapes import (
     synthetic_lines,
     synthetic_records,
 )
-from formats.spec import LineFormat
+from logcount.formats.spec import LineFormat
 
 pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parents[2]

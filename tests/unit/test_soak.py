@@ -1,11 +1,12 @@
-"""bench/soak.py's pure parts: /proc and jcmd parsing, metrics, slopes, thirds, totals, goals."""
+"""logcount/bench/soak.py's pure parts: /proc and jcmd parsing, metrics, slopes, thirds, totals,
+goals."""
 
 import math
 
 import pytest
 
-from bench import soak
-from bench.latency import probe_minute
+from logcount.bench import soak
+from logcount.bench.latency import probe_minute
 
 pytestmark = pytest.mark.unit
 

@@ -1,8 +1,7 @@
 """pipeline/spark.py: the SQL settings every batch runs with."""
 
 import pytest
-
-from pipeline.spark import SQL_CONF, V1_SOURCES_DEFAULT, V1_SOURCES_KEY, without_kafka
+from logcount.pipeline.spark import SQL_CONF, V1_SOURCES_DEFAULT, V1_SOURCES_KEY, without_kafka
 
 pytestmark = pytest.mark.unit
 
@@ -31,7 +30,7 @@ def test_our_session_reads_kafka_through_v2():
     ("2 gigabytes", ""), ("", ""), ("-1g", ""), ("1.5g", ""),
 ])
 def test_the_initial_heap_is_the_floor_or_the_whole_heap(memory, option):
-    from pipeline.spark import initial_heap_option
+    from logcount.pipeline.spark import initial_heap_option
 
     assert initial_heap_option(memory) == option
 
@@ -41,7 +40,7 @@ def test_the_initial_heap_starts_this_machines_java_beside_its_xmx(memory):
     """spark.driver.memory becomes -Xmx; our -Xms must never exceed it (the JVM would not start)
     and must be what the JVM commits first."""
 
-    from pipeline.spark import DRIVER_JVM_OPTIONS, initial_heap_option
+    from logcount.pipeline.spark import DRIVER_JVM_OPTIONS, initial_heap_option
 
     xms = initial_heap_option(memory)
     final = _final_flags(f"{DRIVER_JVM_OPTIONS} {xms} -Xmx{memory}")
@@ -49,7 +48,7 @@ def test_the_initial_heap_starts_this_machines_java_beside_its_xmx(memory):
 
 
 def test_an_operators_java_options_come_last_so_they_win():
-    from pipeline.spark import DRIVER_JVM_OPTIONS, driver_java_options
+    from logcount.pipeline.spark import DRIVER_JVM_OPTIONS, driver_java_options
 
     cds = "-XX:SharedArchiveFile=/a.jsa -Xshare:auto"
     opts = driver_java_options("2g", cds, " -Xmn48m -Xms128m ")
@@ -63,7 +62,7 @@ def test_an_operators_java_options_come_last_so_they_win():
 def test_an_operators_collector_and_young_generation_start_this_machines_java():
     """The memory-tight recipe of docs/deploy.md (Sizing), after our flags, is a JVM that
     starts, with the operator's collector and sizes, not ours."""
-    from pipeline.spark import driver_java_options
+    from logcount.pipeline.spark import driver_java_options
 
     recipe = "-XX:-UseParallelGC -XX:+UseSerialGC -Xmn48m -Xms64m"
     final = _final_flags(driver_java_options("2g", None, recipe) + " -Xmx2g")

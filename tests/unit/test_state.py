@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from formats.spec import LineFormat
-from pipeline.offsets import OffsetRange
-from pipeline.state import (
+from logcount.pipeline.offsets import OffsetRange
+from logcount.pipeline.state import (
     CLAIM_KEY,
     FUTURE_SLACK_MINUTES,
     PROGRESS_KEY,
@@ -23,7 +21,9 @@ from pipeline.state import (
     decode_records,
     late_before,
 )
-from pipeline.totals import Totals, decode_hour, encode_hour, hour_key, minute_index
+from logcount.pipeline.totals import Totals, decode_hour, encode_hour, hour_key, minute_index
+
+from logcount.formats.spec import LineFormat
 
 pytestmark = pytest.mark.unit
 

@@ -5,9 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from core.settings import RunSettings
-from pipeline.state import (
+from logcount.pipeline.state import (
     CLAIM_KEY,
     PROGRESS_KEY,
     SHOW_HINT,
@@ -16,8 +14,10 @@ from pipeline.state import (
     StartFacts,
     claim_value,
 )
-from pipeline.state_view import NO_TOPIC, Facts, describe, predict, render, wanted
-from pipeline.totals import encode_hour, hour_key, minute_index
+from logcount.pipeline.state_view import NO_TOPIC, Facts, describe, predict, render, wanted
+from logcount.pipeline.totals import encode_hour, hour_key, minute_index
+
+from logcount.core.settings import RunSettings
 
 pytestmark = pytest.mark.unit
 

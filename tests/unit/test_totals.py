@@ -9,9 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
-
-from pipeline import totals as tm
-from pipeline.totals import (
+from logcount.pipeline import totals as tm
+from logcount.pipeline.totals import (
     MINUTE_END,
     Totals,
     decode_hour,

@@ -1,4 +1,5 @@
-"""The stage at a rate, alone: `python -m bench.rate [--partitions P] [--repeats R] [--out DIR]`.
+"""The stage at a rate, alone: `python -m logcount.bench.rate [--partitions P] [--repeats R] [--out
+DIR]`.
 
 `logcount bench`'s latency run of the stage (20,000 lines/s, trigger 0.5 s, 15 s of warm-up and
 60 s measured), R times one after the other on topics of their own, without the other
@@ -14,10 +15,10 @@ import argparse
 import json
 import logging
 
-from bench import data
-from bench.runner import Bench
-from connectors import stack
-from core.settings import BenchSettings
+from logcount.bench import data
+from logcount.bench.runner import Bench
+from logcount.connectors import stack
+from logcount.core.settings import BenchSettings
 
 # Lines the producer cycles through (the rate sets what is sent; they only need to be varied).
 FILLER_LINES = 200_000

@@ -1,7 +1,8 @@
-"""The Spark plan of a format (formats/spec.py): Kafka rows -> each record's reason, counted flag
+"""The Spark plan of a format (logcount/formats/spec.py): Kafka rows -> each record's reason,
+counted flag
 and minute, in Spark SQL built-ins only (JVM code generation, no Python per row).
 
-The pure twin is formats/rule.py; both follow its reasons and their order. Columns of
+The pure twin is logcount/formats/rule.py; both follow its reasons and their order. Columns of
 `line_frame(df, fmt)`: p, offset, value, reason (null when well formed), counted, minute (binary
 'YYYY-MM-DD HH:MM' from the seed fast path, else null) and mi (the UTC minute index from every
 other path, else null). Exactly one of minute and mi is set on a counted line.
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import functools
 
-from formats.rule import (
+from logcount.formats.rule import (
     DEFAULT_LINE,
     ISO_TIME,
     REASON_EMPTY,
@@ -24,7 +25,7 @@ from formats.rule import (
     REASON_TIME_FIELD,
     REASON_TIMESTAMP,
 )
-from formats.spec import EPOCH_MINUTE, MINUTE_END, FormatError, LineFormat
+from logcount.formats.spec import EPOCH_MINUTE, MINUTE_END, FormatError, LineFormat
 
 __all__ = ["line_frame", "check_regex", "HEAD_BYTES"]
 

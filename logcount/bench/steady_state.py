@@ -1,12 +1,15 @@
-"""Steady state and cold start of the stage, apart: `python -m bench.steady_state --lines N`.
+"""Steady state and cold start of the stage, apart: `python -m logcount.bench.steady_state --lines
+N`.
 
 Loads N synthetic lines into a fresh 4-partition topic on the embedded stack (once per run), then
 runs `logcount run --once` on it `--runs` times, each with a fresh group, and reads the stage's
 own lines as they arrive: the first commit's delay from process start (cold start), each batch's
 Spark seconds, and the steady-state rate = the records of batches 2.. / the time from the first
-commit to the last (the cold first batch drops out; bench/phases.py, as `logcount bench`). Kafka's
+commit to the last (the cold first batch drops out; logcount/bench/phases.py, as `logcount bench`).
+Kafka's
 ConsumerPerformance reads the same topic in the same run as the raw-JVM anchor. `--shape` loads
-another log shape (formats/shapes.py) and runs the stage with its flags. A quick before/after
+another log shape (logcount/formats/shapes.py) and runs the stage with its flags. A quick
+before/after
 tool for one change; `logcount bench` is the full side-by-side run.
 """
 
@@ -20,11 +23,11 @@ import sys
 import time
 import uuid
 
-from bench import phases
-from bench.data import generate, write_topic
-from bench.runner import consumer_performance_argv
-from connectors import stack
-from formats.shapes import RUN_FLAGS, SHAPES, synthetic_records
+from logcount.bench import phases
+from logcount.bench.data import generate, write_topic
+from logcount.bench.runner import consumer_performance_argv
+from logcount.connectors import stack
+from logcount.formats.shapes import RUN_FLAGS, SHAPES, synthetic_records
 
 _SPARK = re.compile(r"batch \d+ committed: .* spark ([\d.]+)s, commit")
 
@@ -62,8 +65,8 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--topic", help="reuse a loaded topic instead of writing a new one")
     ap.add_argument("--shape", default="seed", choices=SHAPES,
-                    help="the log shape to load (formats/shapes.py); the stage runs with its "
-                         "ready-made flags (RUN_FLAGS)")
+                    help="the log shape to load (logcount/formats/shapes.py); the stage runs "
+                         "with its ready-made flags (RUN_FLAGS)")
     ap.add_argument("stage_args", nargs="*", help="extra `logcount run` flags (after --)")
     args = ap.parse_args()
     stack.up(log=lambda line: None)

@@ -1,6 +1,7 @@
 """Cold start and steady state, apart, from a contender's progress lines (pure).
 
-Every contender's output is read line by line as it arrives (bench/procs.py stamps each line
+Every contender's output is read line by line as it arrives (logcount/bench/procs.py stamps each
+line
 with the seconds since the process was spawned). A *checkpoint* is (seconds, cumulative
 records) at a moment the contender has a result to show:
 - the stage (`logcount run`): each `batch N committed: ... records R` line, a committed batch;

@@ -1,7 +1,8 @@
 """raw_python_consumer: a confluent-kafka loop that reads the topic to its end and only counts.
 
 No parsing, no transactions, no output: the ceiling of a Python consumer on this machine.
-Prints `progress R` at the first record and every PROGRESS_EVERY (bench/phases.py: cold start
+Prints `progress R` at the first record and every PROGRESS_EVERY (logcount/bench/phases.py: cold
+start
 and steady state), then one JSON line: records, seconds (consumer created -> last record
 counted).
 """

@@ -17,9 +17,9 @@ import time
 
 from pyspark.sql import functions as F
 
-from connectors import kafka_io
-from pipeline.job import FETCH_MAX_WAIT_MS
-from pipeline.spark import spark_session
+from logcount.connectors import kafka_io
+from logcount.pipeline.job import FETCH_MAX_WAIT_MS
+from logcount.pipeline.spark import spark_session
 
 
 def main() -> None:
@@ -61,7 +61,8 @@ def main() -> None:
              .option("topic", a.output_topic).option("checkpointLocation", ckpt)
              .trigger(availableNow=True).start())
         # A `progress R` line per finished micro-batch (its output written): the checkpoints of
-        # bench/phases.py. Polled every 50 ms, so a checkpoint is late by at most that much.
+        # logcount/bench/phases.py. Polled every 50 ms, so a checkpoint is late by at most that
+        # much.
         seen: set[int] = set()
         records = 0
 

@@ -22,7 +22,7 @@ from prometheus_client import (
     generate_latest,
 )
 
-log = logging.getLogger("core.metrics")
+log = logging.getLogger("logcount.metrics")
 
 _SECONDS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120)
 

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
-from connectors import kafka_io
+from logcount.connectors import kafka_io
 
 TICK_S = 0.05  # the producer sends rate*TICK_S lines per tick, one of them a probe
 _PROBE_BASE = datetime(2031, 1, 1)

@@ -1,6 +1,6 @@
 """Restore time and driver RSS for a stage state of N minutes.
 
-    python -m bench.state_restore [--minutes 1440,525600,2628000] [--bootstrap-servers B]
+    python -m logcount.bench.state_restore [--minutes 1440,525600,2628000] [--bootstrap-servers B]
 
 For each size: writes a state topic as the stage writes it (a progress record and one record per
 hour, every minute of every hour counted, from 2015-01-01 on), then restores it in a fresh
@@ -21,9 +21,9 @@ import uuid
 
 from confluent_kafka import Producer
 
-from connectors import kafka_io, state_topic
-from pipeline.state import PROGRESS_KEY, Identity, ProgressRecord
-from pipeline.totals import encode_hour, hour_key, minute_index
+from logcount.connectors import kafka_io, state_topic
+from logcount.pipeline.state import PROGRESS_KEY, Identity, ProgressRecord
+from logcount.pipeline.totals import encode_hour, hour_key, minute_index
 
 START = minute_index("2015-01-01 00:00")
 IDENT = Identity("bench-in", "IN", "bench-out", "OUT", "ERROR")
@@ -57,7 +57,7 @@ def _peak_rss_mb() -> float:
 
 def restore(bootstrap: str, topic: str) -> dict:
     """In this (fresh) process: what a stage start does with the state topic."""
-    from pipeline.state import StartFacts, Wanted, check_start, decode_records
+    from logcount.pipeline.state import StartFacts, Wanted, check_start, decode_records
 
     adm = kafka_io.admin(bootstrap)
     base = _peak_rss_mb()
@@ -80,7 +80,7 @@ def measure(bootstrap: str, minutes: int) -> dict:
     t0 = time.monotonic()
     write_state(bootstrap, topic, minutes)
     written = time.monotonic() - t0
-    proc = subprocess.run([sys.executable, "-m", "bench.state_restore", "--restore", topic,
+    proc = subprocess.run([sys.executable, "-m", "logcount.bench.state_restore", "--restore", topic,
                            "--bootstrap-servers", bootstrap], capture_output=True, text=True,
                           timeout=600)
     if proc.returncode != 0:

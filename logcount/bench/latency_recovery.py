@@ -1,6 +1,8 @@
-"""Latency and recovery alone: `python -m bench.latency_recovery [--seconds S] [--trigger T]`.
+"""Latency and recovery alone: `python -m logcount.bench.latency_recovery [--seconds S] [--trigger
+T]`.
 
-The same two measurements as `logcount bench` (bench/runner.py Bench.latency and .recovery: a
+The same two measurements as `logcount bench` (logcount/bench/runner.py Bench.latency and
+.recovery: a
 producer at 20,000 lines/s, probe lines read back with read_committed; a SIGKILL after the third
 batch and a restart at once), without the rest of the run: a quick before/after tool for a change
 to the batch's fixed cost or to the start-up path. Check out each version in turn, run this, and
@@ -13,10 +15,10 @@ import argparse
 import json
 import tempfile
 
-from bench import data
-from bench.runner import Bench
-from connectors import stack
-from core.settings import BenchSettings
+from logcount.bench import data
+from logcount.bench.runner import Bench
+from logcount.connectors import stack
+from logcount.core.settings import BenchSettings
 
 
 def main() -> int:

@@ -1,4 +1,4 @@
-"""Endurance: `logcount bench --soak MINUTES` or `python -m bench.soak --minutes MINUTES`.
+"""Endurance: `logcount bench --soak MINUTES` or `python -m logcount.bench.soak --minutes MINUTES`.
 
 Runs the real stage (`logcount run`, its own process tree) on the embedded stack for MINUTES at a
 fixed input rate with a short trigger, and every `--sample-seconds` samples:
@@ -46,14 +46,14 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-from bench.latency import TICK_S, ProbeReader, percentile, probe_minute
-from bench.procs import Child
-from bench.runner import Bench, committed_totals
-from connectors import kafka_io, stack
-from core.errors import DependencyError
-from core.paths import home
-from core.settings import BenchSettings
-from formats.shapes import expected_from_records, synthetic_records
+from logcount.bench.latency import TICK_S, ProbeReader, percentile, probe_minute
+from logcount.bench.procs import Child
+from logcount.bench.runner import Bench, committed_totals
+from logcount.connectors import kafka_io, stack
+from logcount.core.errors import DependencyError
+from logcount.core.paths import home
+from logcount.core.settings import BenchSettings
+from logcount.formats.shapes import expected_from_records, synthetic_records
 
 log = logging.getLogger("logcount.bench.soak")
 

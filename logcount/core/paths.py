@@ -9,7 +9,7 @@ from pathlib import Path
 def home() -> Path:
     """The checkout (editable install) or `LOGCOUNT_HOME` (e.g. in the docker image)."""
     env = os.environ.get("LOGCOUNT_HOME")
-    return Path(env) if env else Path(__file__).resolve().parents[1]
+    return Path(env) if env else Path(__file__).resolve().parents[2]
 
 
 def jars_dir() -> Path:

@@ -1,6 +1,8 @@
-"""Where a warm batch's time goes: `python -m bench.cycle [--cycles N] [--conf KEY=VALUE ...]`.
+"""Where a warm batch's time goes: `python -m logcount.bench.cycle [--cycles N] [--conf KEY=VALUE
+...]`.
 
-A producer writes 20,000 lines/s (bench/latency.py RateProducer) into a fresh 4-partition topic;
+A producer writes 20,000 lines/s (logcount/bench/latency.py RateProducer) into a fresh 4-partition
+topic;
 one Spark session, set up as the stage's, runs the stage's batch back to back on what has
 arrived, and times each phase of the cycle: planning the ranges (the driver's ListOffsets), the
 read (`spark.read...load()`), the plan's columns and frames, optimising, physical planning, and
@@ -20,14 +22,14 @@ import uuid
 
 from confluent_kafka.admin import OffsetSpec
 
-from bench import data
-from bench.latency import RateProducer
-from connectors import kafka_io, stack
-from formats.spec import LineFormat
-from pipeline import job
-from pipeline.cds import spark_java_options
-from pipeline.offsets import plan_ranges
-from pipeline.spark import spark_session
+from logcount.bench import data
+from logcount.bench.latency import RateProducer
+from logcount.connectors import kafka_io, stack
+from logcount.formats.spec import LineFormat
+from logcount.pipeline import job
+from logcount.pipeline.cds import spark_java_options
+from logcount.pipeline.offsets import plan_ranges
+from logcount.pipeline.spark import spark_session
 
 WARM_CYCLES = 30
 TRANSACTION_S = 0.015  # the stage's commit, measured at 13-16 ms on this machine

@@ -17,8 +17,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.errors import ConfigError
-from core.redact import MASK, SECRET_KEY  # the same secret keys as --kafka-config masks
+from logcount.core.errors import ConfigError
+from logcount.core.redact import MASK, SECRET_KEY  # the same secret keys as --kafka-config masks
 
 __all__ = [
     "DROP_SAFE",

@@ -1,4 +1,5 @@
-"""The pure-Python twin of the Spark plan (formats/spark.py): one record -> its minute and level,
+"""The pure-Python twin of the Spark plan (logcount/formats/spark.py): one record -> its minute and
+level,
 or the reason it goes to the DLQ. `produce --expect`, the tests and the bench use it; the stage
 itself parses in the JVM. tests/unit/test_formats_property.py holds the two together.
 
@@ -19,7 +20,7 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from zoneinfo import ZoneInfo
 
-from formats.spec import EPOCH_MINUTE, MINUTE_END, FormatError, LineFormat, TimePattern
+from logcount.formats.spec import EPOCH_MINUTE, MINUTE_END, FormatError, LineFormat, TimePattern
 
 __all__ = ["Parsed", "Malformed", "parse_record", "counted_minute", "expected_counts",
            "check_line_regex",

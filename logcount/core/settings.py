@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote, urlparse
 
-from core import redact
-from core.client_properties import ClientProperties, is_secret_key, load_client_properties
-from core.errors import ConfigError
-from core.redact import MASK
-from formats.shapes import SHAPES
-from formats.spec import FormatError, LineFormat
+from logcount.core import redact
+from logcount.core.client_properties import ClientProperties, is_secret_key, load_client_properties
+from logcount.core.errors import ConfigError
+from logcount.core.redact import MASK
+from logcount.formats.shapes import SHAPES
+from logcount.formats.spec import FormatError, LineFormat
 
 __all__ = [
     "DemoSettings",
@@ -381,7 +381,7 @@ class RunSettings(_Settings):
 
     @property
     def line_format(self) -> LineFormat:
-        """What decides what a record counts as (formats/spec.py): the state's identity."""
+        """What decides what a record counts as (logcount/formats/spec.py): the state's identity."""
         return _line_format(self)
 
     def validate(self) -> RunSettings:
@@ -556,8 +556,8 @@ class BenchSettings(_Settings):
     quix_lines: int | None = field(
         default=None, metadata=opt("lines Quix Streams processes (default: N)", metavar="N"))
     soak: float | None = field(default=None, metadata=opt(
-        "run the endurance benchmark instead (bench/soak.py): the stage at a fixed rate for "
-        "MINUTES, sampled; writes soak.json, soak.md and soak.png", metavar="MINUTES",
+        "run the endurance benchmark instead (logcount/bench/soak.py): the stage at a fixed rate "
+        "for MINUTES, sampled; writes soak.json, soak.md and soak.png", metavar="MINUTES",
         **POSITIVE))
     soak_rate: int = field(default=2_000, metadata=opt("lines/s the soak produces", lo=20))
     sample_seconds: float = field(default=15.0, metadata=opt(

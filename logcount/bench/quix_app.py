@@ -6,7 +6,8 @@ timestamp with a day of grace (the synthetic minutes arrive out of order), `.fin
 output until a window closes, which is the least work Quix can do for the count, so the
 comparison is generous to it. Stops after --records input messages (on_message_processed), then
 shuts down cleanly (a last checkpoint commit). Prints `progress R` at the first message and
-every 100,000 (bench/phases.py; Quix commits on its own timer, so these are records processed,
+every 100,000 (logcount/bench/phases.py; Quix commits on its own timer, so these are records
+processed,
 not committed), then one JSON line: records, seconds.
 """
 

@@ -9,7 +9,8 @@ the same `--timezone`.
 
 The generator knows every record's outcome before rendering it: it draws a UTC instant and a
 level, then writes them in the shape's own way. `SyntheticRecord.minute` (the UTC minute index,
-formats/rule.py) and `.level` (upper-cased, as `--level` compares it) are that metadata, so an
+logcount/formats/rule.py) and `.level` (upper-cased, as `--level` compares it) are that metadata,
+so an
 expectation built from them does not depend on the project's parser. Malformed records (bad
 JSON, missing fields, impossible dates, garbage) have neither.
 """
@@ -23,8 +24,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from zoneinfo import ZoneInfo
 
-from formats.rule import minute_label
-from formats.spec import check_timezone
+from logcount.formats.rule import minute_label
+from logcount.formats.spec import check_timezone
 
 __all__ = ["SHAPES", "RUN_FLAGS", "ZONELESS", "SyntheticRecord", "synthetic_records",
            "synthetic_lines", "expected_from_records"]
@@ -62,7 +63,7 @@ class SyntheticRecord:
     """One generated record: its value and what it was generated as (None, None: malformed)."""
 
     value: bytes
-    minute: int | None  # the UTC minute index (formats/rule.py), drawn before rendering
+    minute: int | None  # the UTC minute index (logcount/formats/rule.py), drawn before rendering
     level: str | None  # upper-cased, as --level compares it ("ERROR", pino's "50")
 
 

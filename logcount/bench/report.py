@@ -42,7 +42,7 @@ def assemble(runs: dict[str, dict], latency: dict[str, dict], recovery: dict, li
              latency_runs: list[dict] | None = None) -> dict:
     """results.json: the keys issue 5 names first, then everything behind them. `latency` is the
     stage's latency runs at the latency rate by trigger; `latency_runs` every contender's at
-    every rate, with CPU and RSS (bench/runner.py Bench.measure)."""
+    every rate, with CPU and RSS (logcount/bench/runner.py Bench.measure)."""
     tp = {k: runs[k]["lines_per_s"] for k in CONTENDERS}
     half = latency.get("0.5", {})
     results = {
@@ -447,7 +447,8 @@ def plot(r: dict, path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m bench.report DIR`: judge DIR/results.json's goals again with this code and
+    """`python -m logcount.bench.report DIR`: judge DIR/results.json's goals again with this code
+    and
     rewrite its results.json, results.md and results.png (after a change to the goals)."""
     import json
     import sys

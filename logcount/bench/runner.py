@@ -1,12 +1,14 @@
 """`logcount bench`: every contender on the same data in one run, then results.json/.md/.png.
 
-Each contender is its own process (bench/procs.py measures its CPU and memory). Throughput is
+Each contender is its own process (logcount/bench/procs.py measures its CPU and memory). Throughput
+is
 records / processing seconds, where processing starts when the contender starts reading (the
 stage's first plan, the streaming query's start, the consumer's creation, the JVM tool's own
 start) and ends at its last commit; start-up (JVM, Spark session) is reported apart, as wall
 throughput, because a streaming stage pays it once per deployment. Each contender's progress
 lines also give its cold start (process start -> first result) and its steady state (after the
-first result), apart (bench/phases.py). The latency runs also give each contender's CPU-seconds
+first result), apart (logcount/bench/phases.py). The latency runs also give each contender's
+CPU-seconds
 per million lines and peak RSS at the latency rate and at a tenth of it.
 """
 
@@ -24,15 +26,15 @@ import time
 import uuid
 from pathlib import Path
 
-from bench import data, phases, report
-from bench.latency import ProbeReader, RateProducer, percentile
-from bench.procs import Child
-from connectors import kafka_io, stack
-from core.errors import DependencyError
-from core.paths import home, jars_dir
-from core.progress import Progress
-from core.settings import BenchSettings, RunSettings, add_arguments, from_namespace
-from formats.shapes import RUN_FLAGS, expected_from_records, synthetic_records
+from logcount.bench import data, phases, report
+from logcount.bench.latency import ProbeReader, RateProducer, percentile
+from logcount.bench.procs import Child
+from logcount.connectors import kafka_io, stack
+from logcount.core.errors import DependencyError
+from logcount.core.paths import home, jars_dir
+from logcount.core.progress import Progress
+from logcount.core.settings import BenchSettings, RunSettings, add_arguments, from_namespace
+from logcount.formats.shapes import RUN_FLAGS, expected_from_records, synthetic_records
 
 log = logging.getLogger("logcount.bench")
 
@@ -44,7 +46,8 @@ _COMMIT = re.compile(r"batch \d+ committed: .* commit ([\d.]+)s$")
 PARTITION_AXIS = (4, 64, 256)
 # Generous ceilings: a contender that hangs fails the bench with its last output, never stalls it.
 RUN_TIMEOUT_S = 3600
-# kafka_streams_eos (bench/streams/): one Java file, compiled at bench time against the jars
+# kafka_streams_eos (logcount/bench/streams/): one Java file, compiled at bench time against the
+# jars
 # scripts/setup.sh fetched (jvm/kafka-streams/pom.xml).
 STREAMS_SOURCE = Path(__file__).with_name("streams") / "LogCountStreams.java"
 # The latency runs' second rate: the main rate (--latency-rate, 20,000 by default) / this, the
@@ -137,7 +140,8 @@ class Bench:
 
     def raw_python(self, topic: str, n: int) -> dict:
         c = self.child("raw_python_consumer", [
-            sys.executable, "-m", "bench.raw_consumer", "--bootstrap-servers", self.bootstrap,
+            sys.executable, "-m", "logcount.bench.raw_consumer",
+            "--bootstrap-servers", self.bootstrap,
             "--topic", topic, "--records", str(n), "--group-id", self.name("py")])
         self.check(c, c.wait(RUN_TIMEOUT_S))
         got = _json_line(c)
@@ -146,7 +150,7 @@ class Bench:
 
     def sss(self, topic: str) -> dict:
         c = self.child("spark_structured_streaming", [
-            sys.executable, "-m", "bench.sss_app", "--bootstrap-servers", self.bootstrap,
+            sys.executable, "-m", "logcount.bench.sss_app", "--bootstrap-servers", self.bootstrap,
             "--topic", topic, "--output-topic", self.name("sss-out")])
         self.check(c, c.wait(RUN_TIMEOUT_S))
         got = _json_line(c)
@@ -212,7 +216,8 @@ class Bench:
         return run
 
     def log_shape(self, shape: str, n: int) -> str:
-        """One log shape (formats/shapes.py) through the stage with its ready-made flags: its
+        """One log shape (logcount/formats/shapes.py) through the stage with its ready-made flags:
+        its
         own topic of `n` lines, its totals checked against what the generator rendered. Returns
         its run's label."""
         records = list(synthetic_records(shape, n, self.s.seed))
@@ -359,7 +364,7 @@ class Bench:
 
 
 # The shapes the bench runs beside the seed format: the widened default rule, a regex, a JSON
-# envelope and structured JSON (issue 26's four kinds); formats/shapes.py has them all.
+# envelope and structured JSON (issue 26's four kinds); logcount/formats/shapes.py has them all.
 BENCH_SHAPES = ("kafka", "log4j2", "filebeat", "logstash")
 
 
@@ -413,7 +418,8 @@ def consumer_performance_argv(bootstrap: str, topic: str, n: int, group: str,
 
 def streams_java_argv(bootstrap: str, topic: str, out: str, app_id: str,
                       *extra: str) -> list[str]:
-    """bench/streams/LogCountStreams.java with JVM defaults (no heap or GC flags: the JVM's own
+    """logcount/bench/streams/LogCountStreams.java with JVM defaults (no heap or GC flags: the
+    JVM's own
     sizing, as a Kafka Streams service is commonly started), slf4j at WARN."""
     return ["java", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", streams_classpath(),
             "LogCountStreams", "--bootstrap-servers", bootstrap, "--topic", topic,

@@ -1,4 +1,5 @@
-"""The partitions axis alone: `python -m bench.partitions [--lines N] [--repeats R] [--out DIR]`.
+"""The partitions axis alone: `python -m logcount.bench.partitions [--lines N] [--repeats R] [--out
+DIR]`.
 
 The same part of `logcount bench` (issue #30), without the other contenders: N synthetic lines on
 topics of 4, 64 and 256 partitions, `logcount run --once` on each (steady state, slowest
@@ -15,10 +16,10 @@ import argparse
 import json
 import logging
 
-from bench import data, report
-from bench.runner import PARTITION_AXIS, Bench
-from connectors import stack
-from core.settings import BenchSettings
+from logcount.bench import data, report
+from logcount.bench.runner import PARTITION_AXIS, Bench
+from logcount.connectors import stack
+from logcount.core.settings import BenchSettings
 
 
 def main() -> int:

@@ -6,9 +6,9 @@ from collections.abc import Sequence
 
 from confluent_kafka import Producer
 
-from connectors import kafka_io
-from connectors.produce import deliver_all
-from formats.shapes import expected_from_records, synthetic_lines, synthetic_records
+from logcount.connectors import kafka_io
+from logcount.connectors.produce import deliver_all
+from logcount.formats.shapes import expected_from_records, synthetic_lines, synthetic_records
 
 
 def generate(n: int, seed: int) -> list[bytes]:
@@ -17,7 +17,8 @@ def generate(n: int, seed: int) -> list[bytes]:
 
 def generate_with_totals(n: int, seed: int) -> tuple[list[bytes], dict[str, int]]:
     """generate()'s lines and their ERROR count per minute, in one pass: the totals come from the
-    generator's own record of each line (formats/shapes.py), not from any contender's parser."""
+    generator's own record of each line (logcount/formats/shapes.py), not from any contender's
+    parser."""
     lines: list[bytes] = []
 
     def kept(records):
