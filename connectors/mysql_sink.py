@@ -38,8 +38,8 @@ from confluent_kafka import (
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
-from logcount.connectors import kafka_io
 
+from logcount.connectors import kafka_io
 from logcount.core.errors import DependencyError, LogcountError
 from logcount.core.metrics import Health, SinkMetrics, serve
 from logcount.core.settings import MySQLUrl, SinkSettings

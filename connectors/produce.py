@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from confluent_kafka import KafkaException, Producer
-from logcount.connectors import kafka_io
 
+from logcount.connectors import kafka_io
 from logcount.core.errors import AuthorizationError, ConfigError, DependencyError
 from logcount.core.settings import ProduceSettings
 from logcount.formats.rule import check_line_regex, counted_minute, minute_label

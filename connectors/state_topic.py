@@ -7,8 +7,8 @@ from collections.abc import Mapping
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
-from logcount.connectors import kafka_io
 
+from logcount.connectors import kafka_io
 from logcount.core.errors import DependencyError
 
 # Why 300 s for the whole read: a state topic is small once compacted (5 years of minutes are

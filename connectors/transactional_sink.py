@@ -21,8 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from logcount.connectors.kafka_io import client_config
 
+from logcount.connectors.kafka_io import client_config
 from logcount.core.errors import (
     AbortableKafkaError,
     FatalKafkaError,

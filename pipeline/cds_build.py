@@ -12,12 +12,11 @@ import os
 import sys
 from pathlib import Path
 
+from logcount.formats.spec import LineFormat
 from logcount.pipeline.cds import QUIET, archive_path
 from logcount.pipeline.job import batch_frame, read_ranges
 from logcount.pipeline.offsets import OffsetRange
 from logcount.pipeline.spark import spark_session
-
-from logcount.formats.spec import LineFormat
 
 # Nothing listens here: the Kafka path is walked up to its first connection (see _kafka_classes).
 NO_BROKER = "127.0.0.1:9"

@@ -6,14 +6,14 @@ import logging
 import uuid
 
 import pymysql
+
 from logcount.connectors import stack
 from logcount.connectors.mysql_sink import read_table, run_sink
 from logcount.connectors.produce import produce_lines, synthetic_values
-from logcount.pipeline.demo_check import report
-from logcount.pipeline.driver import run_stage
-
 from logcount.core.settings import DemoSettings, MySQLUrl, RunSettings, SinkSettings
 from logcount.formats.shapes import synthetic_records
+from logcount.pipeline.demo_check import report
+from logcount.pipeline.driver import run_stage
 
 log = logging.getLogger("logcount.demo")
 

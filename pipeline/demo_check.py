@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 import pymysql
-from logcount.connectors.mysql_sink import read_table
 
+from logcount.connectors.mysql_sink import read_table
 from logcount.core.settings import MySQLUrl
 
 

@@ -28,8 +28,25 @@ from datetime import UTC, datetime
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
+
 from logcount.connectors import kafka_io, state_topic
 from logcount.connectors.transactional_sink import AtLeastOnceSink, OutRecord, TransactionalSink
+from logcount.core.errors import (
+    AbortableKafkaError,
+    AuthorizationError,
+    ConfigError,
+    DependencyError,
+    FatalKafkaError,
+    HungClientError,
+    RetriableKafkaError,
+    TakenOverError,
+)
+from logcount.core.metrics import Health, StageMetrics, serve
+from logcount.core.progress import Progress
+from logcount.core.settings import RunSettings
+from logcount.formats.rule import REASON_LATE
+from logcount.formats.spark import check_regex
+from logcount.formats.spec import FormatError
 from logcount.pipeline import start_facts
 from logcount.pipeline.crash import CrashPoints
 from logcount.pipeline.job import BatchResult, MalformedRef, compute_batch
@@ -54,23 +71,6 @@ from logcount.pipeline.state import (
     state_topic_name,
 )
 from logcount.pipeline.totals import minute_index, minute_text
-
-from logcount.core.errors import (
-    AbortableKafkaError,
-    AuthorizationError,
-    ConfigError,
-    DependencyError,
-    FatalKafkaError,
-    HungClientError,
-    RetriableKafkaError,
-    TakenOverError,
-)
-from logcount.core.metrics import Health, StageMetrics, serve
-from logcount.core.progress import Progress
-from logcount.core.settings import RunSettings
-from logcount.formats.rule import REASON_LATE
-from logcount.formats.spark import check_regex
-from logcount.formats.spec import FormatError
 
 log = logging.getLogger("logcount.stage")
 

@@ -16,12 +16,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from logcount.pipeline.offsets import OffsetRange
-from logcount.pipeline.totals import minute_index
-
 from logcount.formats.rule import REASON_LATE, minute_label
 from logcount.formats.spark import line_frame
 from logcount.formats.spec import LineFormat
+from logcount.pipeline.offsets import OffsetRange
+from logcount.pipeline.totals import minute_index
 
 # How many malformed-line references one batch may bring to the driver (--max-malformed-per-batch).
 # A batch that holds more is cut short in the partition where the limit is reached (the rest

@@ -9,10 +9,9 @@ import re
 import time
 from pathlib import Path
 
-from logcount.pipeline.cds import spark_java_options
-
 from logcount.core.errors import DependencyError
 from logcount.core.paths import jars_dir
+from logcount.pipeline.cds import spark_java_options
 
 
 def connector_jars() -> list[str]:

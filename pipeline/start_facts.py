@@ -10,11 +10,11 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, OffsetSpec
-from logcount.connectors import kafka_io, state_topic
-from logcount.pipeline.state import StartFacts, Wanted, counting_settings, state_topic_name
 
+from logcount.connectors import kafka_io, state_topic
 from logcount.core.errors import ConfigError
 from logcount.core.settings import RunSettings
+from logcount.pipeline.state import StartFacts, Wanted, counting_settings, state_topic_name
 
 # A topic that does not exist yet has no id; a start would create it with a new one, which is
 # what this stands for when the rule compares it with the state's.

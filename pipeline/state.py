@@ -21,6 +21,8 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from logcount.core.errors import ConfigError
+from logcount.formats.spec import LineFormat
 from logcount.pipeline.offsets import OffsetRange
 from logcount.pipeline.totals import (
     Totals,
@@ -30,9 +32,6 @@ from logcount.pipeline.totals import (
     minute_text,
     parse_hour_key,
 )
-
-from logcount.core.errors import ConfigError
-from logcount.formats.spec import LineFormat
 
 __all__ = [
     "FORMAT",

@@ -16,7 +16,10 @@ import json
 import time
 
 from confluent_kafka import Consumer
+
 from logcount.connectors import kafka_io
+from logcount.core.redact import mask
+from logcount.core.settings import RunSettings
 from logcount.pipeline.start_facts import NO_TOPIC, Facts, gather, read_table, wanted
 from logcount.pipeline.state import (
     CLAIM_KEY,
@@ -28,9 +31,6 @@ from logcount.pipeline.state import (
     state_topic_name,
 )
 from logcount.pipeline.totals import Totals, minute_text
-
-from logcount.core.redact import mask
-from logcount.core.settings import RunSettings
 
 # Why re-read before predicting anything but a resume: beside a running stage, a transaction's
 # markers reach the state topic and the group's offsets one after the other, so one read in

@@ -92,8 +92,9 @@ def _kafka_container(host_port: int):
 
 
 def _testcontainers() -> Iterator[Endpoints]:
-    from logcount.connectors.kafka_io import transactional_round_trip
     from testcontainers.community.mysql import MySqlContainer
+
+    from logcount.connectors.kafka_io import transactional_round_trip
 
     port = _free_port()
     mysql = MySqlContainer(MYSQL_IMAGE, username="root", password="test", dbname="logcount")

@@ -13,6 +13,7 @@ from pathlib import Path
 import pymysql
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import OffsetSpec
+
 from logcount.connectors import kafka_io
 
 LOGCOUNT = [sys.executable, "-m", "logcount.cli"]

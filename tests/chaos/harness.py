@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from confluent_kafka import KafkaException, Producer
+
 from logcount.connectors import kafka_io, stack
 from logcount.connectors.mysql_sink import read_table
-
 from logcount.formats.shapes import synthetic_lines
 from tests.helpers import (
     end_offsets,

@@ -9,8 +9,8 @@ from collections import Counter
 
 import pytest
 from confluent_kafka import Producer
-from logcount.connectors import kafka_io
 
+from logcount.connectors import kafka_io
 from tests.helpers import cli, last_totals, read_all, stage_args
 from tests.reference import is_counted, reference_parse
 

@@ -8,8 +8,8 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
-from logcount.pipeline.crash import CRASH_EXIT_CODE, POINTS
 
+from logcount.pipeline.crash import CRASH_EXIT_CODE, POINTS
 from tests.helpers import (
     cli,
     end_offsets,

@@ -12,6 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from confluent_kafka import Producer
+
 from logcount.connectors import kafka_io
 
 MALFORMED = (

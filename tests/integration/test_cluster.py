@@ -10,8 +10,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from logcount.connectors import stack
 
+from logcount.connectors import stack
 from logcount.core.paths import jars_dir
 from tests.helpers import ROOT, cli, sink_args, stage_args
 from tests.integration.input_builder import build_input

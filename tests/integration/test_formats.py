@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
-from logcount.connectors.mysql_sink import read_table
 
+from logcount.connectors.mysql_sink import read_table
 from logcount.formats.rule import REASONS
 from logcount.formats.shapes import (
     RUN_FLAGS,

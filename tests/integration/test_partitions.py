@@ -12,9 +12,9 @@ import signal
 
 import pytest
 from confluent_kafka import Producer
+
 from logcount.connectors import kafka_io
 from logcount.connectors.mysql_sink import read_table
-
 from logcount.formats.shapes import synthetic_lines
 from tests.conftest import Names
 from tests.helpers import (

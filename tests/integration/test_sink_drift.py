@@ -11,6 +11,7 @@ import pymysql
 import pytest
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import NewTopic
+
 from logcount.connectors import kafka_io
 from logcount.connectors.mysql_sink import (
     DRIFT_CHECK_INTERVAL_S,
@@ -19,7 +20,6 @@ from logcount.connectors.mysql_sink import (
     Total,
     read_table,
 )
-
 from tests.helpers import cli, end_offsets, sink_args, sink_offsets, start_cli, wait_for
 
 pytestmark = pytest.mark.integration

@@ -13,13 +13,13 @@ import os
 import random
 
 import pytest
-from logcount.pipeline.job import batch_frame, batch_result, compute_batch, projections, read_ranges
-from logcount.pipeline.offsets import OffsetRange
-from logcount.pipeline.totals import minute_index
 
 from logcount.formats.rule import Malformed, minute_label, parse_record
 from logcount.formats.spark import line_frame
 from logcount.formats.spec import LineFormat
+from logcount.pipeline.job import batch_frame, batch_result, compute_batch, projections, read_ranges
+from logcount.pipeline.offsets import OffsetRange
+from logcount.pipeline.totals import minute_index
 from tests.helpers import end_offsets
 from tests.integration.format_corpus import FORMATS, corpus
 from tests.integration.input_builder import build_input

@@ -7,8 +7,8 @@ import uuid
 import pymysql
 import pytest
 from confluent_kafka import Producer
-from logcount.connectors import kafka_io
 
+from logcount.connectors import kafka_io
 from tests.helpers import cli, read_all
 
 pytestmark = pytest.mark.integration

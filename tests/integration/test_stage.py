@@ -10,9 +10,9 @@ from datetime import datetime
 
 import pytest
 from confluent_kafka import Producer
+
 from logcount.connectors import kafka_io
 from logcount.connectors.mysql_sink import read_table
-
 from tests.helpers import (
     cli,
     end_offsets,

@@ -13,14 +13,14 @@ from collections import Counter
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import OffsetSpec
+
 from logcount.connectors import kafka_io, state_topic
 from logcount.connectors.mysql_sink import read_table
+from logcount.core.errors import DependencyError
+from logcount.core.paths import jars_dir
 from logcount.pipeline.state import state_topic_name
 from logcount.pipeline.state_view import NO_TOPIC
 from logcount.pipeline.totals import hour_key, minute_index
-
-from logcount.core.errors import DependencyError
-from logcount.core.paths import jars_dir
 from tests.helpers import (
     LOGCOUNT,
     ROOT,

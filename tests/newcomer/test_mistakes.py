@@ -11,8 +11,8 @@ import time
 
 import pymysql
 import pytest
-from logcount.connectors import kafka_io
 
+from logcount.connectors import kafka_io
 from tests.helpers import LOGCOUNT, ROOT, end_offsets, stage_args
 
 pytestmark = pytest.mark.newcomer

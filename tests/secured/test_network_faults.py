@@ -32,9 +32,9 @@ import pymysql
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import NewTopic
+
 from logcount.connectors import stack
 from logcount.connectors.mysql_sink import read_table
-
 from logcount.formats.shapes import synthetic_lines
 from tests import helpers
 from tests.conftest import Names

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AclOperation, NewTopic, OffsetSpec, ResourceType
+
 from logcount.connectors import kafka_io
 from logcount.connectors.mysql_sink import read_table
-
 from tests import helpers
 from tests.chaos.harness import ChaosConfig, Writer
 from tests.helpers import cli, sink_offsets, start_cli, wait_for

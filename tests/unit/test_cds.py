@@ -1,6 +1,7 @@
 """pipeline/cds.py: the driver JVM uses the archive only when set-up made one; its options start."""
 
 import pytest
+
 from logcount.pipeline import cds
 
 pytestmark = pytest.mark.unit

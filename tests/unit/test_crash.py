@@ -1,4 +1,5 @@
 import pytest
+
 from logcount.pipeline.crash import CrashPoints
 
 pytestmark = pytest.mark.unit

@@ -1,12 +1,12 @@
 import pytest
 from confluent_kafka import KafkaError, KafkaException
+
 from logcount.connectors.transactional_sink import (
     OutRecord,
     _close,
     _produce_all,
     _retrying,
 )
-
 from logcount.core.errors import (
     AbortableKafkaError,
     FatalKafkaError,

@@ -5,6 +5,7 @@
 import json
 
 import pytest
+
 from logcount.pipeline.driver import executor_kafka_options
 from logcount.pipeline.job import FETCH_MAX_WAIT_MS, MAX_POLL_RECORDS, reader_options
 from logcount.pipeline.offsets import OffsetRange

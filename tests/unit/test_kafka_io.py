@@ -5,8 +5,8 @@ from types import SimpleNamespace
 
 import pytest
 from confluent_kafka.admin import OffsetSpec
-from logcount.connectors import kafka_io
 
+from logcount.connectors import kafka_io
 from logcount.core.errors import DependencyError
 
 pytestmark = pytest.mark.unit

@@ -1,4 +1,5 @@
 import pytest
+
 from logcount.pipeline.job import (
     INTERPRETED_MAX_RECORDS_PER_RANGE,
     TASKS_PER_CORE,

@@ -1,6 +1,7 @@
 """The sink's drift rule: do MySQL's offsets belong to the output topic as it is now?"""
 
 import pytest
+
 from logcount.connectors.mysql_sink import topic_drift
 
 pytestmark = pytest.mark.unit

@@ -1,6 +1,7 @@
 """pipeline/spark.py: the SQL settings every batch runs with."""
 
 import pytest
+
 from logcount.pipeline.spark import SQL_CONF, V1_SOURCES_DEFAULT, V1_SOURCES_KEY, without_kafka
 
 pytestmark = pytest.mark.unit

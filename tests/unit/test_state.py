@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+
+from logcount.formats.spec import LineFormat
 from logcount.pipeline.offsets import OffsetRange
 from logcount.pipeline.state import (
     CLAIM_KEY,
@@ -22,8 +24,6 @@ from logcount.pipeline.state import (
     late_before,
 )
 from logcount.pipeline.totals import Totals, decode_hour, encode_hour, hour_key, minute_index
-
-from logcount.formats.spec import LineFormat
 
 pytestmark = pytest.mark.unit
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+
+from logcount.core.settings import RunSettings
 from logcount.pipeline.state import (
     CLAIM_KEY,
     PROGRESS_KEY,
@@ -16,8 +18,6 @@ from logcount.pipeline.state import (
 )
 from logcount.pipeline.state_view import NO_TOPIC, Facts, describe, predict, render, wanted
 from logcount.pipeline.totals import encode_hour, hour_key, minute_index
-
-from logcount.core.settings import RunSettings
 
 pytestmark = pytest.mark.unit
 

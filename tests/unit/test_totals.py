@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+
 from logcount.pipeline import totals as tm
 from logcount.pipeline.totals import (
     MINUTE_END,
