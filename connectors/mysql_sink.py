@@ -21,7 +21,6 @@ and a refusal would only leave the same repair to an operator.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import signal
 import threading
@@ -42,6 +41,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from logcount.connectors import kafka_io
 from logcount.core.errors import DependencyError, LogcountError
 from logcount.core.metrics import Health, SinkMetrics, serve
+from logcount.core.records import decode_total
 from logcount.core.settings import MySQLUrl, SinkSettings
 
 log = logging.getLogger("logcount.sink")
@@ -334,10 +334,9 @@ class MySQLStore:
 
 def decode(msg) -> Total | None:
     try:
-        value = json.loads(msg.value())
-        return Total(msg.partition(), msg.offset(), str(value["log_time"]),
-                     int(value["log_count"]))
-    except (TypeError, ValueError, KeyError) as exc:
+        value = decode_total(msg.value())
+        return Total(msg.partition(), msg.offset(), value.minute, value.count)
+    except ValueError as exc:
         log.warning("skipping undecodable record %s/%d@%d: %s", msg.topic(), msg.partition(),
                     msg.offset(), exc)
         return None

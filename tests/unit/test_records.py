@@ -1,0 +1,44 @@
+"""logcount/core/records.py: the output and DLQ records keep their bytes, and decode back."""
+
+import base64
+import json
+
+import pytest
+
+from logcount.core.records import (
+    DeadLetter,
+    MinuteTotal,
+    decode_dead_letter,
+    decode_total,
+    encode_dead_letter,
+    encode_total,
+)
+
+pytestmark = pytest.mark.unit
+
+
+def test_the_output_record_keeps_its_bytes():
+    key, value = encode_total(MinuteTotal("2017-07-30 14:09:00", 27, "ERROR"))
+    assert key == b"2017-07-30 14:09:00"
+    assert value == b'{"log_time": "2017-07-30 14:09:00", "log_count": 27, "level": "ERROR"}'
+    assert decode_total(value) == MinuteTotal("2017-07-30 14:09:00", 27, "ERROR")
+
+
+@pytest.mark.parametrize("value", [b"", b"not json", b"5", b"null", b"[]", b'{"log_time": "x"}',
+                                   b'{"log_time": "x", "log_count": "many"}', None])
+def test_anything_else_is_a_value_error(value):
+    with pytest.raises(ValueError):
+        decode_total(value)
+
+
+def test_the_dlq_record_keeps_its_bytes_and_round_trips():
+    d = DeadLetter("logs", 3, 41, "invalid timestamp", 300, b"\xff2017 bad \x00line")
+    key, value = encode_dead_letter(d)
+    assert key == b"logs/3/41"
+    v = json.loads(value)
+    assert list(v) == ["topic", "partition", "offset", "reason", "raw_length",
+                       "raw_prefix_base64", "raw_prefix_text"]
+    assert base64.b64decode(v["raw_prefix_base64"]) == d.raw_prefix
+    assert v["raw_prefix_text"] == "\ufffd2017 bad \x00line"
+    assert value.startswith(b'{"topic": "logs", "partition": 3, "offset": 41, ')
+    assert decode_dead_letter(value) == d
