@@ -12,9 +12,7 @@ no checkpoint directory and nothing else to get out of step.
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import json
 import logging
 import os
 import signal
@@ -31,6 +29,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from logcount.connectors import kafka_io, state_topic
 from logcount.connectors.transactional_sink import AtLeastOnceSink, OutRecord, TransactionalSink
+from logcount.core.batch_line import BatchLine, ClosingLine
 from logcount.core.errors import (
     AbortableKafkaError,
     AuthorizationError,
@@ -43,6 +42,7 @@ from logcount.core.errors import (
 )
 from logcount.core.metrics import Health, StageMetrics, serve
 from logcount.core.progress import Progress
+from logcount.core.records import DeadLetter, MinuteTotal, encode_dead_letter, encode_total
 from logcount.core.settings import RunSettings
 from logcount.formats.rule import REASON_LATE
 from logcount.formats.spark import check_regex
@@ -141,19 +141,12 @@ def _best_effort(fn) -> None:
 
 
 def output_record(topic: str, minute: str, total: int, level: str) -> OutRecord:
-    value = {"log_time": minute, "log_count": total, "level": level}
-    return OutRecord(topic, minute.encode(), json.dumps(value).encode())
+    return OutRecord(topic, *encode_total(MinuteTotal(minute, total, level)))
 
 
 def dlq_record(topic: str, source_topic: str, ref: MalformedRef) -> OutRecord:
-    value = {
-        "topic": source_topic, "partition": ref.partition, "offset": ref.offset,
-        "reason": ref.reason, "raw_length": ref.raw_length,
-        "raw_prefix_base64": base64.b64encode(ref.raw_prefix).decode(),
-        "raw_prefix_text": ref.raw_prefix.decode("utf-8", errors="replace"),
-    }
-    return OutRecord(topic, f"{source_topic}/{ref.partition}/{ref.offset}".encode(),
-                     json.dumps(value).encode())
+    return OutRecord(topic, *encode_dead_letter(DeadLetter(
+        source_topic, ref.partition, ref.offset, ref.reason, ref.raw_length, ref.raw_prefix)))
 
 
 @dataclass
@@ -500,11 +493,10 @@ class Stage:
         m.commit_seconds.observe(commit_s)
         if self.progress is not None:
             self.progress.advance(sum(r.size for r in result.ranges))
-        log.info("batch %d committed: offsets %s; records %d, malformed %d, late %d, minutes "
-                 "touched %d, spark %.2fs, commit %.3fs", self.batches,
-                 " ".join(f"p{r.partition}:{r.start}-{r.end}" for r in result.ranges) or "-",
-                 result.records, len(result.malformed) - late, late, len(change.updates),
-                 spark_s, commit_s)
+        log.info("%s", BatchLine(
+            self.batches, tuple((r.partition, r.start, r.end) for r in result.ranges),
+            result.records, len(result.malformed) - late, late, len(change.updates), spark_s,
+            commit_s).text())
 
     def transient_failure(self, failed: _Retry) -> None:
         """Log, back off and let the loop re-plan; give up after too many in a row."""
@@ -537,9 +529,7 @@ class Stage:
     def closing_line(self) -> None:
         t = self.tally
         busy = t.last_commit - t.first_plan if t.first_plan is not None and t.last_commit else 0.0
-        log.info("stage stopped after %d batches: %d records committed in %.2fs from the first "
-                 "plan to the last commit (%.0f records/s)", self.batches, t.records, busy,
-                 t.records / busy if busy else 0.0)
+        log.info("%s", ClosingLine(self.batches, t.records, busy).text())
 
     def run(self) -> int:
         s = self.s

@@ -20,9 +20,10 @@ import re
 from collections.abc import Iterable
 from datetime import datetime
 
+from logcount.core.batch_line import parse_batch_line
+
 Checkpoint = tuple[float, int]
 
-_BATCH = re.compile(r"batch \d+ committed: .*\brecords (\d+),")
 _PROGRESS = re.compile(r"^progress (\d+)$")
 # ConsumerPerformance --show-detailed-stats row: time, threadId, data.consumed.in.MB, MB.sec,
 # data.consumed.in.nMsg (cumulative), nMsg.sec, ...
@@ -34,8 +35,8 @@ def stage_checkpoints(lines: Iterable[tuple[float, str]]) -> list[Checkpoint]:
     out: list[Checkpoint] = []
     total = 0
     for t, s in lines:
-        if m := _BATCH.search(s):
-            total += int(m[1])
+        if b := parse_batch_line(s):
+            total += b.records
             out.append((t, total))
     return out
 

@@ -30,17 +30,17 @@ from logcount.bench import data, phases, report
 from logcount.bench.latency import ProbeReader, RateProducer, percentile
 from logcount.bench.procs import Child
 from logcount.connectors import kafka_io, stack
+from logcount.core.batch_line import parse_batch_line, parse_closing_line
 from logcount.core.errors import DependencyError
 from logcount.core.paths import home, jars_dir
 from logcount.core.progress import Progress
+from logcount.core.records import decode_total
 from logcount.core.settings import BenchSettings, RunSettings, add_arguments, from_namespace
 from logcount.formats.shapes import RUN_FLAGS, expected_from_records, synthetic_records
 
 log = logging.getLogger("logcount.bench")
 
 QUIX_VERSION = "3.28.1"  # its own venv: it pins confluent-kafka < 2.13, logcount needs >= 2.16
-_STOPPED = re.compile(r"stage stopped after \d+ batches: (\d+) records committed in ([\d.]+)s")
-_COMMIT = re.compile(r"batch \d+ committed: .* commit ([\d.]+)s$")
 # The partitions axis (issue #30): input topics shaped like production log topics. The
 # 4-partition figures are the main run's (logcount_eos, latency at trigger 0.5 s).
 PARTITION_AXIS = (4, 64, 256)
@@ -206,10 +206,10 @@ class Bench:
     def logcount(self, label: str, topic: str, *extra: str) -> dict:
         c = self.child(label, self.stage_argv(topic, label, "--once", *extra))
         self.check(c, c.wait(RUN_TIMEOUT_S))
-        m = next((m for _, s in c.lines if (m := _STOPPED.search(s))), None)
-        if m is None:
+        closing = next((m for _, s in c.lines if (m := parse_closing_line(s))), None)
+        if closing is None:
             raise DependencyError(f"{label}: no closing line; last output: {c.tail()}")
-        run = self.record(label, c, int(m.group(1)), float(m.group(2)),
+        run = self.record(label, c, closing.records, closing.seconds,
                           phases.stage_checkpoints(c.timeline()))
         commits = commit_seconds(c)
         run["slowest_commit_s"] = max(commits) if commits else None
@@ -378,7 +378,7 @@ def _run_parser():
 
 def commit_seconds(c: Child) -> list[float]:
     """Each committed batch's transaction time, from the stage's own batch lines."""
-    return [float(m.group(1)) for _, s in c.lines if (m := _COMMIT.search(s.rstrip()))]
+    return [b.commit_s for _, s in c.lines if (b := parse_batch_line(s))]
 
 
 def committed_totals(bootstrap: str, topic: str) -> dict[str, int]:
@@ -400,8 +400,8 @@ def committed_totals(bootstrap: str, topic: str) -> dict[str, int]:
             if m.error():
                 left.discard(m.partition())  # end of partition (or an error: counts differ)
                 continue
-            v = json.loads(m.value())
-            out[v["log_time"]] = v["log_count"]
+            v = decode_total(m.value())
+            out[v.minute] = v.count
         return out
     finally:
         c.close()

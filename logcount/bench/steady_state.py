@@ -27,9 +27,8 @@ from logcount.bench import phases
 from logcount.bench.data import generate, write_topic
 from logcount.bench.runner import consumer_performance_argv
 from logcount.connectors import stack
+from logcount.core.batch_line import parse_batch_line
 from logcount.formats.shapes import RUN_FLAGS, SHAPES, synthetic_records
-
-_SPARK = re.compile(r"batch \d+ committed: .* spark ([\d.]+)s, commit")
 
 
 def run_stage(topic: str, tag: str, extra: list[str]) -> dict:
@@ -48,7 +47,7 @@ def run_stage(topic: str, tag: str, extra: list[str]) -> dict:
             "first_batch_records": checkpoints[0][1],
             "steady_lines_per_s": split["steady_lines_per_s"] or 0,
             "total_s": round(checkpoints[-1][0], 2),
-            "spark_s": [float(m[1]) for _, s in lines if (m := _SPARK.search(s))]}
+            "spark_s": [b.spark_s for _, s in lines if (b := parse_batch_line(s))]}
 
 
 def raw_jvm(topic: str, n: int) -> float:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import signal
 import time
 from datetime import datetime
@@ -13,6 +12,7 @@ from confluent_kafka import Producer
 
 from logcount.connectors import kafka_io
 from logcount.connectors.mysql_sink import read_table
+from logcount.core.batch_line import parse_batch_line
 from tests.helpers import (
     cli,
     end_offsets,
@@ -155,16 +155,13 @@ def test_metrics_move_with_the_stage(endpoints, names, tmp_path):
         assert stage.wait(60) == 0
 
 
-_COMMITTED = re.compile(r"^(\S+ \S+) INFO logcount.stage: batch (\d+) committed: .* records (\d+),")
-
-
 def _commits(log: str) -> list[tuple[float, int]]:
     """(commit time, records) of each batch in a stage's log, in order."""
     out = []
     for line in log.splitlines():
-        if m := _COMMITTED.match(line):
-            t = datetime.strptime(m[1], "%Y-%m-%d %H:%M:%S,%f").timestamp()
-            out.append((t, int(m[3])))
+        if b := parse_batch_line(line):
+            t = datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+            out.append((t, b.records))
     return out
 
 

@@ -6,6 +6,7 @@ import pytest
 
 from logcount.bench import phases, report
 from logcount.bench.latency import percentile, probe_minute
+from logcount.core.batch_line import BatchLine
 
 pytestmark = pytest.mark.unit
 
@@ -176,10 +177,10 @@ def test_consumer_performance_timestamps_parse():
 
 
 def test_stage_checkpoints_add_up_committed_batches():
-    lines = [(2.0, "INFO starting"),
-             (7.5, "INFO batch 1 committed: offsets {0: 0->50000}; records 200000, malformed 3"),
-             (9.0, "WARN something else, records 99,"),
-             (10.5, "INFO batch 2 committed: offsets {0: 5->9}; records 800000, malformed 0")]
+    one = BatchLine(1, ((0, 0, 50_000),), 200_000, 3, 0, 12, 1.5, 0.02).text()
+    two = BatchLine(2, ((0, 5, 9),), 800_000, 0, 0, 40, 2.5, 0.02).text()
+    lines = [(2.0, "INFO starting"), (7.5, f"INFO {one}"),
+             (9.0, "WARN something else, records 99,"), (10.5, f"INFO {two}")]
     cps = phases.stage_checkpoints(lines)
     assert cps == [(7.5, 200_000), (10.5, 1_000_000)]
     assert phases.split(cps) == {"cold_start_s": 7.5, "steady_lines_per_s": 266_667,
