@@ -39,7 +39,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from logcount.connectors import kafka_io
-from logcount.core.errors import DependencyError, LogcountError
+from logcount.core.errors import DependencyError, TopicChangedError
 from logcount.core.metrics import Health, SinkMetrics, serve
 from logcount.core.records import decode_total
 from logcount.core.settings import MySQLUrl, SinkSettings
@@ -143,10 +143,6 @@ def topic_drift(stored_id: str | None, stored: Mapping[int, int], current_id: st
                 f"end: {'; '.join(beyond)})")
     return (f"lost records (same topic id, but MySQL's offsets are beyond its end: "
             f"{'; '.join(beyond)}; was the log truncated?)")
-
-
-class TopicChangedError(LogcountError):
-    """The topic's id in MySQL is not the one this sink checked: it read another incarnation."""
 
 
 class MySQLStore:

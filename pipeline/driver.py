@@ -38,6 +38,7 @@ from logcount.core.errors import (
     FatalKafkaError,
     HungClientError,
     RetriableKafkaError,
+    StateRefused,
     TakenOverError,
 )
 from logcount.core.metrics import Health, StageMetrics, serve
@@ -63,7 +64,6 @@ from logcount.pipeline.state import (
     CLAIM_KEY,
     Change,
     StageState,
-    StateRefused,
     check_start,
     claim_value,
     claimant,

@@ -21,7 +21,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from logcount.core.errors import ConfigError
+from logcount.core.errors import StateRefused
 from logcount.formats.spec import LineFormat
 from logcount.pipeline.offsets import OffsetRange
 from logcount.pipeline.totals import (
@@ -43,7 +43,6 @@ __all__ = [
     "ProgressRecord",
     "StageState",
     "StartFacts",
-    "StateRefused",
     "Wanted",
     "check_start",
     "claim_value",
@@ -67,17 +66,6 @@ FUTURE_SLACK_MINUTES = 24 * 60
 def state_topic_name(output_topic: str) -> str:
     """The state topic's name: the output topic plus a suffix, so one prefixed ACL covers both."""
     return output_topic + STATE_SUFFIX
-
-
-# Every refusal line ends pointing at the one way to look at the state itself.
-SHOW_HINT = "; `logcount state show` with this run's flags shows the state"
-
-
-class StateRefused(ConfigError):
-    """State and cluster disagree in a way no repair makes exact: exit 2, nothing published."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason + SHOW_HINT)
 
 
 @dataclass(frozen=True)

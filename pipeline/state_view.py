@@ -18,13 +18,13 @@ import time
 from confluent_kafka import Consumer
 
 from logcount.connectors import kafka_io
+from logcount.core.errors import StateRefused
 from logcount.core.redact import mask
 from logcount.core.settings import RunSettings
 from logcount.pipeline.start_facts import NO_TOPIC, Facts, gather, read_table, wanted
 from logcount.pipeline.state import (
     CLAIM_KEY,
     PROGRESS_KEY,
-    StateRefused,
     Wanted,
     check_start,
     decode_records,

@@ -2,8 +2,11 @@
 
     LogcountError                 every error we raise on purpose; the CLI prints one line
     ├── ConfigError               bad flag, env var or URL                       -> exit 2
+    │   └── StateRefused          the state and the cluster disagree beyond repair: nothing is
+    │                             published, the line points at `logcount state show` -> exit 2
     ├── StackError                embedded stack cannot start (port taken, tool missing) -> exit 2
     ├── DependencyError           broker or MySQL unreachable / refusing us      -> exit 1
+    ├── TopicChangedError         the sink's topic is not the one MySQL's offsets are of -> exit 1
     └── KafkaClientError          a librdkafka error, classified as librdkafka does:
         ├── RetriableKafkaError   retriable(): call the same operation again
         ├── AbortableKafkaError   txn_requires_abort(): abort, re-plan, redo the batch
@@ -15,6 +18,9 @@
             └── HungClientError   a librdkafka call did not return past its own timeout: the
                                   stage replaces its Kafka clients once (fencing the hung one)
                                   unless another instance took over; again -> exit 1
+
+A counting setting the formats cannot use is a `FormatError` (logcount/formats/spec.py, a
+ValueError of the floor beneath this one); the settings turn it into a ConfigError where read.
 
 `classify()` maps a confluent_kafka.KafkaException onto the KafkaClientError branch;
 `kafka_error()` finds that exception behind what confluent-kafka actually raised.
@@ -35,8 +41,11 @@ __all__ = [
     "KafkaClientError",
     "LogcountError",
     "RetriableKafkaError",
+    "SHOW_HINT",
     "StackError",
+    "StateRefused",
     "TakenOverError",
+    "TopicChangedError",
     "classify",
     "denied",
     "kafka_error",
@@ -55,6 +64,17 @@ class ConfigError(LogcountError):
     exit_code = 2
 
 
+# Every refusal line ends pointing at the one way to look at the state itself.
+SHOW_HINT = "; `logcount state show` with this run's flags shows the state"
+
+
+class StateRefused(ConfigError):
+    """State and cluster disagree in a way no repair makes exact: exit 2, nothing published."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason + SHOW_HINT)
+
+
 class StackError(LogcountError):
     """The embedded stack cannot be started here (a port is taken, java/mvn/mariadbd missing)."""
 
@@ -63,6 +83,10 @@ class StackError(LogcountError):
 
 class DependencyError(LogcountError):
     """A dependency (Kafka broker, MySQL) is unreachable or refuses us."""
+
+
+class TopicChangedError(LogcountError):
+    """The topic's id in MySQL is not the one this sink checked: it read another incarnation."""
 
 
 class KafkaClientError(LogcountError):

@@ -16,10 +16,10 @@ from logcount.connectors import kafka_io
 from logcount.connectors.mysql_sink import (
     DRIFT_CHECK_INTERVAL_S,
     MySQLStore,
-    TopicChangedError,
     Total,
     read_table,
 )
+from logcount.core.errors import TopicChangedError
 from tests.helpers import cli, end_offsets, sink_args, sink_offsets, start_cli, wait_for
 
 pytestmark = pytest.mark.integration

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from logcount.core.errors import StateRefused
 from logcount.formats.spec import LineFormat
 from logcount.pipeline.offsets import OffsetRange
 from logcount.pipeline.state import (
@@ -14,7 +15,6 @@ from logcount.pipeline.state import (
     ProgressRecord,
     StageState,
     StartFacts,
-    StateRefused,
     Wanted,
     check_start,
     claim_value,

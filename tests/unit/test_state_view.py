@@ -6,11 +6,11 @@ import json
 
 import pytest
 
+from logcount.core.errors import SHOW_HINT
 from logcount.core.settings import RunSettings
 from logcount.pipeline.state import (
     CLAIM_KEY,
     PROGRESS_KEY,
-    SHOW_HINT,
     Identity,
     ProgressRecord,
     StartFacts,
