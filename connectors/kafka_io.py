@@ -6,6 +6,7 @@ import logging
 import time
 import uuid
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from confluent_kafka import (
     Consumer,
@@ -55,12 +56,13 @@ NETWORK_DEFAULTS = {
 RDKAFKA_LOG = logging.getLogger("librdkafka")
 
 
-def client_config(bootstrap: str, extra: Mapping[str, str] | None = None, **kw: object) -> dict:
+def client_config(bootstrap: str, extra: Mapping[str, str] | None = None,
+                  **kw: Any) -> dict[str, Any]:
     """Base librdkafka config; `extra` (from --kafka-config) wins over our defaults."""
     # log_level 4: librdkafka's warnings and errors only; its info lines (e.g. purging queues
     # at shutdown) are noise even in a log file.
-    conf: dict = {"bootstrap.servers": bootstrap, "log_level": 4, "logger": RDKAFKA_LOG,
-                  **NETWORK_DEFAULTS, **kw}
+    conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "log_level": 4,
+                            "logger": RDKAFKA_LOG, **NETWORK_DEFAULTS, **kw}
     conf.update(extra or {})
     if "group.id" not in conf:  # a producer or admin client: consumer-only keys would warn
         for key in RDKAFKA_CONSUMER_ONLY:
@@ -84,7 +86,7 @@ def wait_for_broker(bootstrap: str, extra: Mapping[str, str] | None,
     A broker that is restarting answers again within seconds; a security mismatch fails at once.
     """
     errors: list[KafkaError] = []
-    adm = AdminClient({**client_config(bootstrap, extra), "error_cb": errors.append})
+    adm = AdminClient(client_config(bootstrap, extra, error_cb=errors.append))
     deadline = time.monotonic() + timeout_s
     # Each attempt gets a slice of the budget (at most 5 s), so there are always several
     # attempts: one attempt as long as the whole budget would never retry at all.
@@ -141,10 +143,10 @@ def partitions_of(adm: AdminClient, topic: str) -> list[int] | None:
     except KafkaException as exc:
         raise DependencyError(f"Kafka unreachable: {exc.args[0].str()}") from exc
     t = md.topics.get(topic)
-    if t is None or t.error is not None:
-        if t is not None and t.error.code() not in (
-            KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC,
-        ):
+    if t is None:
+        return None
+    if t.error is not None:
+        if t.error.code() not in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC):
             raise (denied(t.error, f"metadata of {topic}", topic)
                    or DependencyError(f"metadata of {topic}: {t.error.str()}"))
         return None
@@ -312,7 +314,7 @@ def transactional_round_trip(bootstrap: str, timeout_s: float = 10.0) -> None:
     adm = admin(bootstrap)
     ensure_topic(adm, HEALTH_TOPIC, 1)
     # log_level 0: a probe's failures are reported by its exception, not by librdkafka's log.
-    producer = Producer(client_config(bootstrap, **{
+    producer = Producer(client_config(bootstrap, None, **{
         "transactional.id": "logcount-health", "transaction.timeout.ms": 10000, "log_level": 0,
     }))
     try:
@@ -321,14 +323,14 @@ def transactional_round_trip(bootstrap: str, timeout_s: float = 10.0) -> None:
         marker = uuid.uuid4().hex.encode()
         delivered: list[int] = []
         producer.produce(HEALTH_TOPIC, marker,
-                         on_delivery=lambda err, msg: delivered.append(msg.offset()) if not err
-                         else None)
+                         on_delivery=lambda err, msg: delivered.append(msg.offset() or 0)
+                         if not err else None)
         producer.commit_transaction(timeout_s)
     except KafkaException as exc:
         raise DependencyError(f"transaction round trip: {exc.args[0].str()}") from exc
     if not delivered:
         raise DependencyError("transaction round trip: record not delivered")
-    consumer = Consumer(client_config(bootstrap, **{
+    consumer = Consumer(client_config(bootstrap, None, **{
         "group.id": "logcount-health", "isolation.level": "read_committed",
         "enable.auto.commit": False, "log_level": 0,
     }))

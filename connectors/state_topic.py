@@ -62,13 +62,17 @@ def read_table(adm: AdminClient, bootstrap: str, topic: str, extra: Mapping[str,
                         todo.discard(msg.partition())
                         continue
                     raise DependencyError(f"reading {topic}: {err.str()}")
-                if msg.offset() + 1 >= ends[msg.partition()]:
-                    todo.discard(msg.partition())
+                partition, offset, key = msg.partition(), msg.offset(), msg.key()
+                assert partition is not None and offset is not None  # a record has both
+                if offset + 1 >= ends[partition]:
+                    todo.discard(partition)
+                if key is None:  # the stage keys every record: another writer's, skipped
+                    continue
                 value = msg.value()
                 if value is None:
-                    table.pop(msg.key(), None)
+                    table.pop(key, None)
                 else:
-                    table[msg.key()] = value
+                    table[key] = value
     finally:
         consumer.close()
     return table

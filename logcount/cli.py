@@ -124,7 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="logcount", description=__doc__.splitlines()[0],
                      epilog=EXAMPLES["logcount"], formatter_class=fmt)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument("--verbose", action="store_true", default=None,
                         help="also show the Spark JVM's and librdkafka's own output (env "
                              "LOGCOUNT_VERBOSE; by default it goes to LOGCOUNT_LOG_DIR)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import concurrent.futures
 import os
 import re
+import sys
 import time
 from pathlib import Path
 
@@ -163,7 +164,7 @@ def spark_session(master: str, app_name: str = "logcount", java_options: str | N
 
     if under_spark_submit():
         return _submitted_session(SparkSession, app_name)
-    os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (
         SparkSession.builder.master(master).appName(app_name)
         .config("spark.jars", ",".join(connector_jars()))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 from confluent_kafka import Consumer
 
@@ -88,7 +89,7 @@ def describe(facts: Facts, s: RunSettings) -> dict:
             claim = json.loads(table[CLAIM_KEY])
         except ValueError:
             claim = {"unreadable": True}
-    report = {
+    report: dict[str, Any] = {
         "state_topic": state_topic_name(s.output_topic),
         "group_id": s.group_id,
         "identity": None if ident is None else {

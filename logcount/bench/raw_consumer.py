@@ -39,10 +39,11 @@ def main() -> None:
     eof: set[int] = set()
     while n < a.records and len(eof) < len(parts):
         for m in c.consume(num_messages=10_000, timeout=1.0):
-            if m.error() is None:
+            err, partition = m.error(), m.partition()
+            if err is None:
                 n += 1
-            elif m.error().code() == -191:  # _PARTITION_EOF
-                eof.add(m.partition())
+            elif err.code() == -191 and partition is not None:  # _PARTITION_EOF
+                eof.add(partition)
         if n >= mark:
             print(f"progress {n}", flush=True)
             mark = (n // PROGRESS_EVERY + 1) * PROGRESS_EVERY

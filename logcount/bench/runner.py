@@ -400,7 +400,7 @@ def committed_totals(bootstrap: str, topic: str) -> dict[str, int]:
             if m.error():
                 left.discard(m.partition())  # end of partition (or an error: counts differ)
                 continue
-            v = decode_total(m.value())
+            v = decode_total(m.value() or b"")
             out[v.minute] = v.count
         return out
     finally:

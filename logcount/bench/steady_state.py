@@ -37,6 +37,7 @@ def run_stage(topic: str, tag: str, extra: list[str]) -> dict:
             "--group-id", tag, "--metrics-port", "0", *extra]
     t0 = time.monotonic()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None  # stdout=PIPE
     lines = [(time.monotonic() - t0, line) for line in proc.stdout]
     rc = proc.wait()
     checkpoints = phases.stage_checkpoints(lines)

@@ -42,8 +42,9 @@ class Health:
     def status(self) -> tuple[bool, dict]:
         idle = time.monotonic() - self.last_progress
         healthy = self.refused is None and (self.lag <= 0 or idle < self.stall_seconds)
-        detail = {"healthy": healthy, "lag": self.lag, "seconds_since_progress": round(idle, 1),
-                  "stall_seconds": self.stall_seconds}
+        detail: dict[str, object] = {
+            "healthy": healthy, "lag": self.lag, "seconds_since_progress": round(idle, 1),
+            "stall_seconds": self.stall_seconds}
         if self.refused is not None:
             detail["refused"] = self.refused
         return healthy, detail

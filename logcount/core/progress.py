@@ -30,8 +30,9 @@ class Progress:
         self.started = time.monotonic()
         self._last_draw = 0.0
         self._filter = _ClearLine(self.stream) if self.enabled else None
-        for handler in logging.getLogger().handlers if self._filter else ():
-            handler.addFilter(self._filter)
+        if self._filter is not None:
+            for handler in logging.getLogger().handlers:
+                handler.addFilter(self._filter)
 
     def advance(self, n: int) -> None:
         self.done += n
@@ -61,5 +62,6 @@ class Progress:
             self.draw(force=True)
             self.stream.write("\n")
             self.stream.flush()
-            for handler in logging.getLogger().handlers:
-                handler.removeFilter(self._filter)
+            if self._filter is not None:
+                for handler in logging.getLogger().handlers:
+                    handler.removeFilter(self._filter)
