@@ -22,7 +22,8 @@ from typing import Any, Literal
 from urllib.parse import unquote, urlparse
 
 from logcount.core import redact
-from logcount.core.client_properties import ClientProperties, is_secret_key, load_client_properties
+from logcount.core.client_properties import ClientProperties, load_client_properties
+from logcount.core.client_properties.secrets import is_secret_key
 from logcount.core.errors import ConfigError
 from logcount.core.redact import MASK
 from logcount.formats.shapes import SHAPES
