@@ -19,7 +19,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec
 
-from logcount.core.client_properties import RDKAFKA_CONSUMER_ONLY
+from logcount.core.client_properties.translation import RDKAFKA_CONSUMER_ONLY
 from logcount.core.errors import ConfigError, DependencyError, denied
 
 log = logging.getLogger("logcount.kafka")

@@ -1,4 +1,5 @@
-"""Child processes for the benchmark: timestamped output lines, CPU seconds and peak RSS.
+"""Child processes for the benchmark (timestamped output lines, CPU seconds and peak RSS) and
+the /proc readers the bench samples processes with.
 
 A contender runs as its own process tree (a Python driver and, for Spark, its JVM child), so its
 CPU and memory are its own. A sampler walks /proc every SAMPLE_S: the CPU seconds of a process
@@ -43,41 +44,86 @@ class ProcStats:
                    if name is None or self.names.get(pid) == name) / 1024
 
 
-def _children() -> dict[int, list[int]]:
+def _read(path: str) -> str | None:
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _fields(stat: str) -> tuple[str, list[str]]:
+    """/proc/PID/stat -> (comm, the fields after it); comm may hold spaces and parentheses."""
+    return stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+
+
+def parse_stat(text: str) -> tuple[str, int]:
+    """/proc/PID/stat -> (comm, ppid)."""
+    comm, fields = _fields(text)
+    return comm, int(fields[1])
+
+
+_STATUS = {"VmRSS": "rss_kb", "Threads": "threads"}
+
+
+def parse_status(text: str, keys: dict[str, str] = _STATUS) -> dict[str, int]:
+    """/proc/PID/status -> {name: number} for `keys` (status key -> name; default: rss_kb and
+    threads), what it has of them."""
+    out = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key in keys:
+            out[keys[key]] = int(value.split()[0])
+    return out
+
+
+def descendants(root: int, parents: dict[int, int]) -> list[int]:
+    """Every pid below `root`, given pid -> ppid, nearest first."""
     kids: dict[int, list[int]] = {}
+    for pid, ppid in sorted(parents.items()):
+        kids.setdefault(ppid, []).append(pid)
+    out, todo = [], list(kids.get(root, []))
+    while todo:
+        pid = todo.pop(0)
+        out.append(pid)
+        todo += kids.get(pid, [])
+    return out
+
+
+def processes() -> dict[int, tuple[str, int]]:
+    """Every process now: pid -> (comm, ppid)."""
+    out = {}
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
-        kids.setdefault(ppid, []).append(int(entry))
-    return kids
+        if entry.isdigit() and (stat := _read(f"/proc/{entry}/stat")):
+            out[int(entry)] = parse_stat(stat)
+    return out
+
+
+def proc_sample(pid: int) -> dict[str, float] | None:
+    """RSS (MB), threads and open fds of one process; None when it is gone."""
+    status = _read(f"/proc/{pid}/status")
+    if status is None:
+        return None
+    got = parse_status(status)
+    try:
+        fds = len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return None
+    return {"rss_mb": round(got.get("rss_kb", 0) / 1024, 1), "threads": got.get("threads", 0),
+            "fds": fds}
 
 
 def _sample(root: int, stats: ProcStats) -> None:
-    kids = _children()
-    todo = [root]
-    while todo:
-        pid = todo.pop()
-        todo += kids.get(pid, [])
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                stat = f.read()
-            with open(f"/proc/{pid}/status") as f:
-                status = f.read()
-        except OSError:
+    parents = {pid: ppid for pid, (_, ppid) in processes().items()}
+    for pid in [root, *descendants(root, parents)]:
+        stat, status = _read(f"/proc/{pid}/stat"), _read(f"/proc/{pid}/status")
+        if stat is None or status is None:
             continue
-        name = stat[stat.index("(") + 1:stat.rindex(")")]
-        fields = stat[stat.rindex(")") + 2:].split()
+        name, fields = _fields(stat)
         stats.cpu_s[pid] = (int(fields[11]) + int(fields[12])) / _TICKS
         stats.names[pid] = name
-        for line in status.splitlines():
-            if line.startswith("VmHWM:"):
-                stats.hwm_kb[pid] = max(stats.hwm_kb.get(pid, 0), int(line.split()[1]))
+        if (hwm := parse_status(status, {"VmHWM": "hwm_kb"}).get("hwm_kb")) is not None:
+            stats.hwm_kb[pid] = max(stats.hwm_kb.get(pid, 0), hwm)
 
 
 class Child:

@@ -28,27 +28,34 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import math
 import os
-import re
-import shutil
 import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 from confluent_kafka import Producer
 
+from logcount.bench import soak_report
 from logcount.bench.latency import TICK_S, ProbeReader, percentile, probe_minute
 from logcount.bench.procs import Child
 from logcount.bench.runner import Bench, committed_totals
+from logcount.bench.soak_analysis import (
+    PROBE_MINUTES,
+    SERIES,
+    diff_totals,
+    expected_totals,
+    goals,
+    histogram_growth,
+    nmt_series,
+    summarize,
+)
+from logcount.bench.soak_report import markdown
+from logcount.bench.soak_sampling import Sampler, find_jvm, scrape
 from logcount.connectors import kafka_io, stack
 from logcount.core.errors import DependencyError
 from logcount.core.paths import home
@@ -66,356 +73,8 @@ DEFAULT_TRIGGER_S = 0.05
 # Run before the first sample: JIT compilation, the heap sizing itself and the first ramp-up
 # batches are not the steady state. A tenth of a shorter run, so a smoke run stays short.
 DEFAULT_WARMUP_S = 60.0
-PROBE_MINUTES = 60  # probe k counts into minute k % 60 of 2031-01-01 00:xx
 FILLER_RECORDS = 100_000  # synthetic seed lines, sent in a cycle
 PARTITIONS = 4
-
-# Goals (issue 28).
-RSS_SLOPE_GOAL_MB_H = 20.0
-LATENCY_GOAL = 1.10  # last third's p50 <= 1.10 x the first third's
-BATCH_GOAL = 10_000  # batches in the measured window, judged when MINUTES >= BATCH_GOAL_MINUTES
-BATCH_GOAL_MINUTES = 20
-# Thread and fd counts move a little without growing: Spark's thread pools let idle workers go
-# after 60 s and start new ones, its Kafka reads open and close connections, py4j opens a
-# callback socket when it needs one. In 1-2.5 minute runs a process's count stayed within a
-# range of 3 threads and 4 fds after the first sample. A leak of one per batch would add
-# thousands in 20 minutes and one per minute 20: the tolerances admit the noise, not either leak.
-THREAD_TOLERANCE = 4
-FD_TOLERANCE = 8
-
-# name -> (label, unit, plot panel, its axis: l or r, for a series of another scale)
-SERIES: dict[str, tuple[str, str, str, str]] = {
-    "python_rss_mb": ("Python driver RSS", "MB", "rss", "l"),
-    "jvm_rss_mb": ("JVM RSS", "MB", "rss", "r"),
-    "jvm_heap_committed_mb": ("JVM heap committed", "MB", "rss", "r"),
-    "jvm_heap_after_gc_mb": ("JVM heap after full GC", "MB", "heap", "l"),
-    "jvm_metaspace_mb": ("JVM metaspace used", "MB", "heap", "l"),
-    "python_threads": ("Python threads", "", "threads", "l"),
-    "jvm_threads": ("JVM threads", "", "threads", "r"),
-    "python_fds": ("Python open fds", "", "fds", "l"),
-    "jvm_fds": ("JVM open fds", "", "fds", "r"),
-    "batches": ("batches per interval", "", "batches", "l"),
-    "batch_cycle_ms": ("batch cycle (interval / batches)", "ms", "batch", "l"),
-    "batch_spark_ms": ("batch Spark time (mean)", "ms", "batch", "l"),
-    "batch_commit_ms": ("batch commit time (mean)", "ms", "batch", "l"),
-    "latency_p50_ms": ("probe latency p50", "ms", "latency", "l"),
-    "input_lag_records": ("input lag (records)", "", "lag", "l"),
-    "state_minutes": ("minutes held", "", "lag", "r"),
-}
-
-
-# -- pure: parsing --------------------------------------------------------------------------
-
-def parse_status(text: str) -> dict[str, int]:
-    """/proc/PID/status -> {"rss_kb", "threads"} (what it has of them)."""
-    out = {}
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        if key == "VmRSS":
-            out["rss_kb"] = int(value.split()[0])
-        elif key == "Threads":
-            out["threads"] = int(value.split()[0])
-    return out
-
-
-def parse_stat(text: str) -> tuple[str, int]:
-    """/proc/PID/stat -> (comm, ppid); comm may hold spaces and parentheses."""
-    comm = text[text.index("(") + 1:text.rindex(")")]
-    return comm, int(text[text.rindex(")") + 2:].split()[1])
-
-
-def descendants(root: int, parents: dict[int, int]) -> list[int]:
-    """Every pid below `root`, given pid -> ppid, nearest first."""
-    kids: dict[int, list[int]] = {}
-    for pid, ppid in sorted(parents.items()):
-        kids.setdefault(ppid, []).append(pid)
-    out, todo = [], list(kids.get(root, []))
-    while todo:
-        pid = todo.pop(0)
-        out.append(pid)
-        todo += kids.get(pid, [])
-    return out
-
-
-_HEAP = re.compile(r"^ ?(\S[\w\- ]*?)\s+total (\d+)K, used (\d+)K", re.M)
-_META = re.compile(r"^\s*Metaspace\s+used (\d+)K, committed (\d+)K", re.M)
-_CLASS = re.compile(r"^\s*class space\s+used (\d+)K, committed (\d+)K", re.M)
-
-
-def parse_heap_info(text: str) -> dict[str, float]:
-    """`jcmd PID GC.heap_info` -> heap used and committed, metaspace used and committed, in MB.
-
-    The heap is the sum of the collector's top-level areas (Parallel: PSYoungGen + ParOldGen;
-    G1: one 'garbage-first heap'; Serial: def new + tenured generation); their sub-spaces (eden,
-    from, to, object space) say '% used' and are not matched."""
-    areas = [(int(total), int(used)) for name, total, used in _HEAP.findall(text)
-             if "Metaspace" not in name and "class space" not in name]
-    out: dict[str, float] = {}
-    if areas:
-        out["heap_used_mb"] = round(sum(u for _, u in areas) / 1024, 1)
-        out["heap_committed_mb"] = round(sum(t for t, _ in areas) / 1024, 1)
-    if m := _META.search(text):
-        out["metaspace_used_mb"] = round(int(m[1]) / 1024, 1)
-        out["metaspace_committed_mb"] = round(int(m[2]) / 1024, 1)
-    if m := _CLASS.search(text):
-        out["class_space_used_mb"] = round(int(m[1]) / 1024, 1)
-    return out
-
-
-_NMT = re.compile(r"^-\s+(.+?) \(reserved=\d+KB, committed=(\d+)KB\)", re.M)
-_NMT_TOTAL = re.compile(r"^Total: reserved=\d+KB, committed=(\d+)KB", re.M)
-
-
-def parse_nmt(text: str) -> dict[str, float]:
-    """`jcmd PID VM.native_memory summary` -> committed MB per category, and "Total"."""
-    out = {name.strip(): round(int(kb) / 1024, 1) for name, kb in _NMT.findall(text)}
-    if m := _NMT_TOTAL.search(text):
-        out["Total"] = round(int(m[1]) / 1024, 1)
-    return out
-
-
-_HISTO = re.compile(r"^\s*\d+:\s+(\d+)\s+(\d+)\s+(\S+)", re.M)
-
-
-def parse_histogram(text: str) -> dict[str, tuple[int, int]]:
-    """`jcmd PID GC.class_histogram` -> class -> (instances, bytes); the module is left out."""
-    return {name: (int(n), int(b)) for n, b, name in _HISTO.findall(text)}
-
-
-def histogram_growth(first: dict[str, tuple[int, int]], last: dict[str, tuple[int, int]],
-                     top: int = 15) -> list[dict]:
-    """The `top` classes whose live bytes grew most from `first` to `last` (grown ones only)."""
-    rows = []
-    for name in set(first) | set(last):
-        (n0, b0), (n1, b1) = first.get(name, (0, 0)), last.get(name, (0, 0))
-        if b1 > b0:
-            rows.append({"class": name, "instances": [n0, n1], "bytes": [b0, b1],
-                         "grew_bytes": b1 - b0})
-    return sorted(rows, key=lambda r: (-r["grew_bytes"], r["class"]))[:top]
-
-
-_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
-
-
-def parse_metrics(text: str) -> dict[str, float]:
-    """Prometheus text -> {name: value}, the label sets of one name summed (the lag gauge has
-    one per partition)."""
-    out: dict[str, float] = {}
-    for line in text.splitlines():
-        if line.startswith("#") or not (m := _SAMPLE.match(line)):
-            continue
-        try:
-            value = float(m[3])
-        except ValueError:
-            continue
-        out[m[1]] = out.get(m[1], 0.0) + value
-    return out
-
-
-def interval_figures(prev: dict[str, float], cur: dict[str, float],
-                     seconds: float) -> dict[str, float | None]:
-    """Batches committed between two scrapes, their mean Spark and commit times, and the cycle
-    (the interval's seconds per batch), in ms."""
-    def delta(name: str) -> float:
-        return cur.get(name, 0.0) - prev.get(name, 0.0)
-
-    batches = int(delta("logcount_batches_committed_total"))
-
-    def mean_ms(hist: str) -> float | None:
-        n = delta(f"{hist}_count")
-        return round(delta(f"{hist}_sum") / n * 1000, 1) if n > 0 else None
-
-    return {"batches": batches,
-            "batch_spark_ms": mean_ms("logcount_batch_spark_seconds"),
-            "batch_commit_ms": mean_ms("logcount_batch_commit_seconds"),
-            "batch_cycle_ms": round(seconds / batches * 1000, 1) if batches else None}
-
-
-# -- pure: the figures ------------------------------------------------------------------------
-
-def slope_per_hour(ts: Sequence[float], ys: Sequence[float]) -> float | None:
-    """Least-squares slope of ys over ts (seconds), per hour; None under 2 distinct times."""
-    pts = [(t, y) for t, y in zip(ts, ys, strict=True) if y is not None]
-    if len(pts) < 2:
-        return None
-    mt = sum(t for t, _ in pts) / len(pts)
-    my = sum(y for _, y in pts) / len(pts)
-    var = sum((t - mt) ** 2 for t, _ in pts)
-    if var == 0:
-        return None
-    return sum((t - mt) * (y - my) for t, y in pts) / var * 3600
-
-
-def thirds(values: Sequence) -> tuple[list, list]:
-    """The first and the last third of equally spaced samples (n // 3 each; empty under 3)."""
-    k = len(values) // 3
-    return (list(values[:k]), list(values[-k:])) if k else ([], [])
-
-
-def summarize(ts: Sequence[float], ys: Sequence[float | None]) -> dict:
-    """A series' slope per hour and its first and last thirds' mean and max."""
-    first, last = (list(filter(_present, part)) for part in thirds(ys))
-
-    def r(x):
-        return None if x is None else round(x, 2)
-
-    return {"slope_per_hour": r(slope_per_hour(ts, ys)),
-            "first_third_mean": r(sum(first) / len(first)) if first else None,
-            "last_third_mean": r(sum(last) / len(last)) if last else None,
-            "first_third_max": max(first) if first else None,
-            "last_third_max": max(last) if last else None,
-            "samples": sum(1 for y in ys if y is not None)}
-
-
-def _present(y) -> bool:
-    return y is not None and not (isinstance(y, float) and math.isnan(y))
-
-
-def expected_totals(per_cycle: dict[str, int], partial: dict[str, int], cycles: int,
-                    probes: int, probe_minutes: int = PROBE_MINUTES) -> dict[str, int]:
-    """What the output topic must hold: the filler's whole cycles (`per_cycle` each), the part
-    of the last cycle that was sent (`partial`), and the probes, probe k in minute k % M."""
-    out = {m: n * cycles for m, n in per_cycle.items() if n * cycles}
-    for m, n in partial.items():
-        out[m] = out.get(m, 0) + n
-    for j in range(min(probes, probe_minutes)):
-        out[probe_minute(j)] = probes // probe_minutes + (1 if j < probes % probe_minutes else 0)
-    return out
-
-
-def nmt_series(ts: Sequence[float], samples: Sequence[dict]) -> dict[str, dict]:
-    """Each Native Memory Tracking category's summary (slope, thirds), largest last-third
-    mean first."""
-    cats = {c for row in samples for c in row.get("nmt", {})}
-    out = {c: summarize(ts, [row.get("nmt", {}).get(c) for row in samples]) for c in cats}
-    return dict(sorted(out.items(), key=lambda kv: -(kv[1]["last_third_mean"] or 0)))
-
-
-def diff_totals(got: dict[str, int], want: dict[str, int]) -> list[str]:
-    """The minutes whose totals differ, as 'minute: got X, want Y' (sorted)."""
-    return [f"{k}: got {got.get(k)}, want {want.get(k)}"
-            for k in sorted(set(got) | set(want)) if got.get(k) != want.get(k)]
-
-
-def goals(series: dict[str, dict], latency_thirds: tuple[float | None, float | None],
-          batches: int, minutes: float, totals_exact: bool) -> list[dict]:
-    """Each goal with its value and verdict (met None: not judged on a run this short)."""
-    out = []
-    for name in ("python_rss_mb", "jvm_rss_mb"):
-        slope = series.get(name, {}).get("slope_per_hour")
-        out.append(_goal(f"{SERIES[name][0]} slope <= {RSS_SLOPE_GOAL_MB_H:g} MB/hour", slope,
-                         slope is not None and slope <= RSS_SLOPE_GOAL_MB_H))
-    for name, tol in (("python_threads", THREAD_TOLERANCE), ("jvm_threads", THREAD_TOLERANCE),
-                      ("python_fds", FD_TOLERANCE), ("jvm_fds", FD_TOLERANCE)):
-        s = series.get(name, {})
-        first, last = s.get("first_third_max"), s.get("last_third_max")
-        out.append(_goal(f"{SERIES[name][0]}: last third's max <= first third's max + {tol}",
-                         None if first is None or last is None else f"{first} -> {last}",
-                         first is not None and last is not None and last <= first + tol))
-    first, last = latency_thirds
-    ratio = last / first if first and last is not None else None
-    out.append(_goal(f"probe latency p50, last third <= {LATENCY_GOAL:g} x the first third's",
-                     None if ratio is None else f"{first:g} -> {last:g} ms ({ratio:.2f} x)",
-                     ratio is not None and ratio <= LATENCY_GOAL))
-    judged = minutes >= BATCH_GOAL_MINUTES
-    out.append(_goal(f"batches >= {BATCH_GOAL:,} (runs of {BATCH_GOAL_MINUTES}+ minutes)",
-                     batches, (batches >= BATCH_GOAL) if judged else None))
-    out.append(_goal("output totals equal the produced counts exactly", totals_exact,
-                     totals_exact))
-    return out
-
-
-def _goal(goal: str, value, met: bool | None) -> dict:
-    return {"goal": goal, "value": value, "met": met}
-
-
-def _n(x) -> str:
-    if x is None:
-        return "-"
-    return f"{x:,}" if isinstance(x, int | float) and not isinstance(x, bool) else str(x)
-
-
-def markdown(r: dict) -> str:
-    lat = r["latency_ms"]
-    lines = [f"### Soak: {r['minutes']:g} minutes at {r['rate_lines_per_s']:,} lines/s, "
-             f"{r['cores']} cores (trigger {r['trigger_interval_s']:g} s, a sample every "
-             f"{r['sample_seconds']:g} s after {r['warmup_seconds']:g} s of warm-up)", "",
-             f"{r['batches']:,} batches in the measured window ({r['batches_per_s']} a second), "
-             f"{r['lines_produced']:,} lines produced ({r['achieved_rate']:,} lines/s), "
-             f"{r['probes']:,} probes (p50 {_n(lat['p50'])} ms, p99 {_n(lat['p99'])} ms, "
-             f"{lat['probes_seen']:,} seen). Totals: {r['totals']['verdict']}. Samples cost "
-             f"{_n(r['jcmd_seconds_mean'])} s of jcmd each (mean).", "",
-             "| series | unit | slope per hour | first third mean | last third mean | "
-             "first third max | last third max |", "|---|---|---:|---:|---:|---:|---:|"]
-    for name, s in r["series"].items():
-        label, unit, _, _ = SERIES[name]
-        lines.append(f"| {label} | {unit} | {_n(s['slope_per_hour'])} | "
-                     f"{_n(s['first_third_mean'])} | {_n(s['last_third_mean'])} | "
-                     f"{_n(s['first_third_max'])} | {_n(s['last_third_max'])} |")
-    lines += ["", "| goal | value | met |", "|---|---:|---|"]
-    verdict = {True: "yes", False: "**no**", None: "not judged"}
-    lines += [f"| {g['goal']} | {_n(g['value'])} | {verdict[g['met']]} |" for g in r["goals"]]
-    if r.get("nmt"):
-        lines += ["", "| JVM native memory (NMT), committed MB | slope per hour | first third "
-                  "mean | last third mean |", "|---|---:|---:|---:|"]
-        lines += [f"| {c} | {_n(x['slope_per_hour'])} | {_n(x['first_third_mean'])} | "
-                  f"{_n(x['last_third_mean'])} |" for c, x in r["nmt"].items()]
-    if r.get("heap_histogram_growth"):
-        lines += ["", "| live objects that grew most, first -> last sample (class histogram "
-                  "after a full GC) | instances | KB |", "|---|---:|---:|"]
-        lines += [f"| `{x['class']}` | {x['instances'][0]:,} -> {x['instances'][1]:,} | "
-                  f"{x['bytes'][0] // 1024:,} -> {x['bytes'][1] // 1024:,} |"
-                  for x in r["heap_histogram_growth"]]
-    return "\n".join(lines) + "\n"
-
-
-def plot(r: dict, path: Path) -> None:
-    """soak.png: every series over the measured window, one panel per kind."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    panels: dict[str, list[str]] = {}
-    for name, (_, _, panel, _) in SERIES.items():
-        panels.setdefault(panel, []).append(name)
-    fig, axes = plt.subplots(4, 2, figsize=(13, 13))
-    ts = [s["t"] / 60 for s in r["samples"]]
-    colors = iter(plt.rcParams["axes.prop_cycle"].by_key()["color"] * 4)
-    for left, names in zip(axes.flat, panels.values(), strict=False):
-        right = left.twinx() if any(SERIES[n][3] == "r" for n in names) else None
-        handles = []
-        for name in names:
-            label, unit, _, side = SERIES[name]
-            ax = right if side == "r" else left
-            ys = [s.get(name) for s in r["samples"]]
-            slope = r["series"][name]["slope_per_hour"]
-            shown = f"{label}{f' ({unit})' if unit else ''}" + (
-                "" if slope is None else f", {slope:+.1f}/h")
-            handles += ax.plot(ts, [float("nan") if y is None else y for y in ys], marker=".",
-                               lw=1, color=next(colors), label=shown)
-        for ax in (left, right):
-            if ax is not None:
-                _min_span(ax)
-        left.set_xlabel("minutes after the warm-up")
-        left.legend(handles=handles, fontsize=7, loc="best")
-        left.grid(alpha=0.3)
-    for ax in list(axes.flat)[len(panels):]:
-        ax.axis("off")
-    fig.suptitle(f"logcount soak: {r['minutes']:g} min at {r['rate_lines_per_s']:,} lines/s, "
-                 f"{r['batches']:,} batches", fontsize=11)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-
-
-def _min_span(ax, share: float = 0.1) -> None:
-    """At least `share` of the level on the y axis: 0.2 MB of noise on 64 MB stays flat."""
-    lo, hi = ax.get_ylim()
-    level = max(abs(lo), abs(hi))
-    if level and hi - lo < share * level:
-        mid = (lo + hi) / 2
-        ax.set_ylim(mid - share * level / 2, mid + share * level / 2)
 
 
 # -- the probe traffic ------------------------------------------------------------------------
@@ -502,82 +161,10 @@ class CyclingProbeReader(ProbeReader):
         self.counted[j] = max(self.counted[j], total)
 
 
-# -- the process side -------------------------------------------------------------------------
-
-def _read(path: str) -> str | None:
-    try:
-        with open(path) as f:
-            return f.read()
-    except OSError:
-        return None
-
-
-def proc_sample(pid: int) -> dict[str, float] | None:
-    """RSS (MB), threads and open fds of one process; None when it is gone."""
-    status = _read(f"/proc/{pid}/status")
-    if status is None:
-        return None
-    got = parse_status(status)
-    try:
-        fds = len(os.listdir(f"/proc/{pid}/fd"))
-    except OSError:
-        return None
-    return {"rss_mb": round(got.get("rss_kb", 0) / 1024, 1), "threads": got.get("threads", 0),
-            "fds": fds}
-
-
-def find_jvm(root: int) -> int | None:
-    """The first `java` process below `root` (the stage's Spark driver JVM)."""
-    parents, names = {}, {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and (stat := _read(f"/proc/{entry}/stat")):
-            names[int(entry)], parents[int(entry)] = parse_stat(stat)
-    return next((p for p in descendants(root, parents) if names.get(p) == "java"), None)
-
-
-def jcmd_path() -> str | None:
-    """The jcmd of the JDK the stage's java comes from (JAVA_HOME first, as pyspark)."""
-    home = os.environ.get("JAVA_HOME")
-    if home and os.access(Path(home) / "bin" / "jcmd", os.X_OK):
-        return str(Path(home) / "bin" / "jcmd")
-    java = shutil.which("java")
-    if java:
-        beside = Path(os.path.realpath(java)).parent / "jcmd"
-        if os.access(beside, os.X_OK):
-            return str(beside)
-    return shutil.which("jcmd")
-
-
-def jcmd_run(jcmd: str, pid: int, *command: str) -> str:
-    """One jcmd call against the stage's JVM; its output.
-
-    Why jcmd, and a forced collection before the heap is read (`GC.run` then `GC.heap_info`,
-    from one file with `-f`: one tool JVM start per sample): the heap's occupancy at a random
-    instant is a sawtooth of young garbage plus whatever Parallel GC promoted since its last
-    full collection, so only the heap right after a full collection (which also unloads dead
-    classes) is the live set a leak would grow. jstat reads the same counters without the
-    attach but cannot collect first. The cost is a full pause per sample in the stage's JVM and
-    the tool's start (both in the report: `jcmd_seconds_mean`); Spark's ContextCleaner forces a
-    full collection every 30 minutes anyway (spark.cleaner.periodicGC.interval), so an
-    unobserved stage differs in when its heap and classes are reclaimed, not in what it keeps."""
-    # 120 s: the attach waits for a safepoint (a task in flight) and a histogram walks the whole
-    # heap; a JVM that does not answer in two minutes is a missing sample, not a stalled soak.
-    r = subprocess.run([jcmd, str(pid), *command], capture_output=True, text=True, timeout=120)
-    if r.returncode != 0:
-        raise DependencyError(f"jcmd {pid}: {(r.stdout + r.stderr).strip()[-300:]}")
-    return r.stdout
-
-
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def scrape(port: int) -> dict[str, float]:
-    # 10 s: the stage answers a scrape in ms from its own thread; a slow answer is a missing one.
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
-        return parse_metrics(resp.read().decode())
 
 
 def warmup_seconds(minutes: float) -> float:
@@ -606,52 +193,8 @@ class Soak:
         self.bench = Bench(BenchSettings(out=plan.out, bootstrap_servers=plan.bootstrap))
         self.out = self.bench.out
         self.samples: list[dict] = []
-        self.jcmd_s: list[float] = []
-        self.jcmd = jcmd_path()
-        self.script = self.out / "soak-jcmd.txt"
-        self.script.write_text("GC.run\nGC.heap_info\n"
-                               + ("VM.native_memory summary\n" if plan.nmt else ""))
-        self.histograms: list[dict[str, tuple[int, int]]] = []
+        self.sampler = Sampler(self.out, plan.nmt)
         self.started = time.strftime("%Y-%m-%d %H:%M:%S")
-
-    def sample(self, t: float, stage: int, jvm: int | None, port: int, prev: dict[str, float],
-               t_prev: float) -> dict:
-        """One row: /proc first (our own scrape and jcmd open sockets and threads for a moment),
-        then the JVM's heap, then the stage's counters. A failed scrape leaves the batch figures
-        empty (`_metrics` None): the next row's interval then covers both."""
-        row: dict = {"t": round(t, 1)}
-        for who, pid in (("python", stage), ("jvm", jvm)):
-            got = proc_sample(pid) if pid else None
-            for key in ("rss_mb", "threads", "fds"):
-                row[f"{who}_{key}"] = got[key] if got else None
-        if self.jcmd and jvm:
-            t0 = time.monotonic()
-            try:
-                text = jcmd_run(self.jcmd, jvm, "-f", str(self.script))
-            except (DependencyError, subprocess.TimeoutExpired) as exc:
-                log.warning("soak: no heap sample at %.0fs: %s", t, exc)
-                text = ""
-            self.jcmd_s.append(time.monotonic() - t0)
-            heap = parse_heap_info(text)
-            row["jvm_heap_after_gc_mb"] = heap.get("heap_used_mb")
-            row["jvm_heap_committed_mb"] = heap.get("heap_committed_mb")
-            row["jvm_metaspace_mb"] = heap.get("metaspace_used_mb")
-            row["jvm_metaspace_committed_mb"] = heap.get("metaspace_committed_mb")
-            if self.plan.nmt:
-                row["nmt"] = parse_nmt(text)
-        try:
-            cur = scrape(port)
-        except OSError as exc:
-            log.warning("soak: no /metrics at %.0fs: %s", t, exc)
-            row.update({"batches": None, "batch_spark_ms": None, "batch_commit_ms": None,
-                        "batch_cycle_ms": None, "input_lag_records": None,
-                        "state_minutes": None, "_metrics": None})
-            return row
-        row.update(interval_figures(prev, cur, t - t_prev))
-        row["input_lag_records"] = cur.get("logcount_input_lag_records")
-        row["state_minutes"] = cur.get("logcount_state_minutes")
-        row["_metrics"] = cur
-        return row
 
     def run(self) -> dict:
         p, b = self.plan, self.bench
@@ -681,9 +224,9 @@ class Soak:
             log.info("soak: stage pid %d, JVM pid %d; warm-up %gs, then %g minutes, a sample "
                      "every %gs", stage.proc.pid, jvm, self.warmup_s, p.minutes, p.sample_s)
             self._alive_sleep(stage, self.warmup_s)
-            self.histogram(jvm)  # before the first interval, so that it times none
+            self.sampler.histogram(jvm)  # before the first interval, so that it times none
             t0 = time.monotonic()
-            base = self.sample(0.0, stage.proc.pid, jvm, port, {}, 0.0)
+            base = self.sampler.sample(0.0, stage.proc.pid, jvm, port, {}, 0.0)
             prev, t_prev, probe0 = base["_metrics"], 0.0, len(producer.sent)
             boundaries = [probe0]
             n = max(1, round(p.minutes * 60 / p.sample_s))
@@ -692,13 +235,13 @@ class Soak:
                 if not producer.is_alive():
                     raise DependencyError("soak: the producer stopped; its log lines say why")
                 t = time.monotonic() - t0
-                row = self.sample(t, stage.proc.pid, jvm, port, prev, t_prev)
+                row = self.sampler.sample(t, stage.proc.pid, jvm, port, prev, t_prev)
                 if (cur := row.pop("_metrics")) is not None:
                     prev, t_prev = cur, t
                 boundaries.append(len(producer.sent))
                 self.samples.append(row)
                 log.info("soak %d/%d: %s", i, n, {k: v for k, v in row.items() if k != "t"})
-            self.histogram(jvm)
+            self.sampler.histogram(jvm)
             producer.stop.set()
             # 90 s: flushing is seconds; a producer thread still busy after that is a bug here.
             producer.join(90)
@@ -720,17 +263,6 @@ class Soak:
         wrong = diff_totals(got, want)
         return self.results(producer, reader, boundaries, wrong, want, drained, rc, base)
 
-    def histogram(self, jvm: int) -> None:
-        """The live objects per class (the histogram collects first), kept to compare."""
-        if not self.jcmd:
-            return
-        try:
-            text = jcmd_run(self.jcmd, jvm, "GC.class_histogram")
-        except (DependencyError, subprocess.TimeoutExpired) as exc:
-            log.warning("soak: no class histogram: %s", exc)
-            return
-        self.histograms.append(parse_histogram(text))
-
     def _alive_sleep(self, stage: Child, seconds: float) -> None:
         end = time.monotonic() + max(0.0, seconds)
         while time.monotonic() < end:
@@ -747,7 +279,7 @@ class Soak:
         while time.monotonic() < deadline:
             try:
                 read = scrape(port).get("logcount_records_read_total", 0)
-            except OSError:
+            except (OSError, ValueError):
                 read = 0  # asked again in half a second
             if read >= producer.lines and len(reader.seen) >= len(producer.sent):
                 return True
@@ -760,6 +292,7 @@ class Soak:
                 rc: int, base: dict) -> dict:
         p = self.plan
         seen = reader.seen if reader else {}
+        jcmd_s, histograms = self.sampler.jcmd_s, self.sampler.histograms
 
         def lat(lo: int, hi: int) -> list[float]:
             return [(seen[k] - producer.sent[k]) * 1000 for k in range(lo, hi) if k in seen]
@@ -794,24 +327,18 @@ class Soak:
                             "p99": round(percentile(measured, 99), 1) if measured else None,
                             "probes_seen": len(seen), "first_third_p50": lat_thirds[0],
                             "last_third_p50": lat_thirds[1]},
-             "jcmd_seconds_mean": round(sum(self.jcmd_s) / len(self.jcmd_s), 2)
-             if self.jcmd_s else None,
+             "jcmd_seconds_mean": round(sum(jcmd_s) / len(jcmd_s), 2) if jcmd_s else None,
              "baseline": {key: v for key, v in base.items() if not key.startswith("_")},
              "totals": {"exact": exact, "verdict": verdict, "minutes": len(want),
                         "differing": wrong[:10], "undelivered": producer.failed,
                         "drained": drained, "stage_exit": rc},
              "series": series,
-             "heap_histogram_growth": histogram_growth(self.histograms[0], self.histograms[-1])
-             if len(self.histograms) > 1 else [],
+             "heap_histogram_growth": histogram_growth(histograms[0], histograms[-1])
+             if len(histograms) > 1 else [],
              "nmt": nmt_series(ts, self.samples) if p.nmt else {},
              "samples": self.samples}
         r["goals"] = goals(series, lat_thirds, batches, p.minutes, exact)
         return r
-
-    def write(self, r: dict) -> None:
-        (self.out / "soak.json").write_text(json.dumps(r, indent=1) + "\n")
-        (self.out / "soak.md").write_text(markdown(r))
-        plot(r, self.out / "soak.png")
 
 
 # 120 s: at 2,000 lines/s the stage is seconds behind at most; a stage that cannot catch up in
@@ -826,7 +353,7 @@ def run_soak(plan: SoakPlan, say: Callable[[str], None] = print) -> int:
     os.environ.setdefault("PYTHONPATH", str(home()))
     soak = Soak(plan)
     r = soak.run()
-    soak.write(r)
+    soak_report.write(r, soak.out)
     say(markdown(r))
     say(f"soak: wrote {soak.out / 'soak.json'}, soak.md, soak.png")
     return 0 if r["totals"]["exact"] else 1

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from logcount.bench.soak import SERIES
+from logcount.bench.soak_analysis import SERIES
 from tests.helpers import cli
 
 pytestmark = pytest.mark.bench
