@@ -1,10 +1,8 @@
 """One frozen settings object per command, read from flags, then `LOGCOUNT_*` env, then defaults.
 
-The commands' settings classes, the groups of settings they share (`Kafka`, `Counting`,
-`Service`), and the README's configuration reference (`reference_markdown()`). Each `Setting`
-(logcount/core/settings_fields.py) is the single source for its flag, its env variable, its help
-text and its line in the reference; a secret is marked where it is declared and masked in
-`repr()`, and therefore in every log line that prints settings.
+Each field's metadata (`opt(...)`) is the single source for its flag, its env variable, its help
+text and the README's configuration reference (`reference_markdown()`). Secrets are masked in
+`repr()` and therefore in every log line that prints settings.
 """
 
 from __future__ import annotations
@@ -12,12 +10,15 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import math
 import os
 import re
+import types
+import typing
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import unquote, urlparse
 
 from logcount.core import redact
@@ -25,25 +26,11 @@ from logcount.core.client_properties import ClientProperties, load_client_proper
 from logcount.core.client_properties.secrets import is_secret_key
 from logcount.core.errors import ConfigError
 from logcount.core.redact import MASK
-from logcount.core.settings_fields import (
-    AT_LEAST_1,
-    ENV_PREFIX,
-    PORT,
-    POSITIVE,
-    Setting,
-    Settings,
-    add_arguments,
-    command,
-    env_of,
-    flag_of,
-    read,
-)
 from logcount.formats.shapes import SHAPES
 from logcount.formats.spec import FormatError, LineFormat
 
 __all__ = [
     "DemoSettings",
-    "ENV_PREFIX",
     "MySQLUrl",
     "ProduceSettings",
     "RunSettings",
@@ -55,6 +42,7 @@ __all__ = [
     "reference_markdown",
 ]
 
+ENV_PREFIX = "LOGCOUNT_"
 # Environment variables that are not flags: where things are, and deployment details.
 EXTRA_ENV = {
     "LOGCOUNT_HOME": "the checkout or install root (default: found from the package)",
@@ -70,6 +58,33 @@ EXTRA_ENV = {
     "LOGCOUNT_CRASH_AT": "fault tests only: crash point and batch, e.g. after_produce:2",
     "LOGCOUNT_CRASH_MODE": "fault tests only: exit (default), stop (SIGSTOP) or hang (the thread)",
 }
+
+
+def opt(help: str, *, flag: str | None = None, secret: bool = False, metavar: str | None = None,
+        lo: float | None = None, hi: float | None = None, above: float | None = None):
+    """Field metadata: help text, optional explicit flag, whether the value is a secret, and
+    for numbers their range (`lo`/`hi` inclusive, `above` exclusive), checked where it is read."""
+    return {"help": help, "flag": flag, "secret": secret, "metavar": metavar, "lo": lo,
+            "hi": hi, "above": above}
+
+
+# Ranges shared by many flags.
+PORT = {"lo": 0, "hi": 65535}  # 0: off
+POSITIVE = {"above": 0}  # seconds, sizes
+AT_LEAST_1 = {"lo": 1}
+
+
+def _check_range(f: dataclasses.Field, value: float, source: str) -> None:
+    lo, hi, above = f.metadata.get("lo"), f.metadata.get("hi"), f.metadata.get("above")
+    if ((lo is not None and value < lo) or (hi is not None and value > hi)
+            or (above is not None and value <= above)):
+        if lo is not None and hi is not None:
+            want = f"between {lo:g} and {hi:g}"
+        elif above is not None:
+            want = f"greater than {above:g}"
+        else:
+            want = f"at least {lo:g}" if lo is not None else f"at most {hi:g}"
+        raise ConfigError(f"{source} must be {want}, got {value:g}")
 
 
 @dataclass(frozen=True)
@@ -167,9 +182,23 @@ def _masked_config(items: tuple[str, ...]) -> tuple[str, ...]:
     )
 
 
-class _Settings(Settings):
-    """What the commands share beyond the framework: the Kafka clients' settings, from
-    --client-config and --kafka-config, for the commands that take them."""
+class _Settings:
+    """Shared behaviour: masked repr, parsed client config."""
+
+    def __repr__(self) -> str:
+        parts = []
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            if f.metadata.get("secret"):
+                value = MASK if value else value
+            elif f.name == "kafka_config":
+                value = _masked_config(value)
+            elif f.name == "mysql_url":
+                value = mask_url(value)
+            parts.append(f"{f.name}={value!r}")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+    __str__ = __repr__
 
     @functools.cached_property
     def client_properties(self) -> ClientProperties | None:
@@ -206,129 +235,141 @@ class _Settings(Settings):
 
 _KAFKA = "127.0.0.1:9092"
 _MYSQL = "mysql://root@127.0.0.1:3306/logcount"
+_KAFKA_CONFIG_HELP = (
+    "a librdkafka setting KEY=VALUE for the driver's and the sink's clients, on top of "
+    "--client-config; repeatable; env: comma-separated"
+)
+_CLIENT_CONFIG_HELP = (
+    "a Java Kafka client properties file (the one kafka-console-consumer --consumer.config "
+    "takes: security.protocol, sasl.jaas.config, ssl.truststore.*...) for every Kafka client: "
+    "verbatim for Spark's executors, translated for librdkafka; its bootstrap.servers applies "
+    "when no flag or env gives one"
+)
 
 
-class Kafka:
-    """The Kafka client group: where the cluster is and how every client of a command reaches
-    it (run, state show, sink and produce; bench has a bootstrap_servers of its own)."""
-
-    bootstrap_servers = Setting(str, _KAFKA, "Kafka bootstrap servers")
-    client_config = Setting(str | None, None, (
-        "a Java Kafka client properties file (the one kafka-console-consumer --consumer.config "
-        "takes: security.protocol, sasl.jaas.config, ssl.truststore.*...) for every Kafka "
-        "client: verbatim for Spark's executors, translated for librdkafka; its "
-        "bootstrap.servers applies when no flag or env gives one"), metavar="PATH")
-    kafka_config = Setting(tuple[str, ...], (), (
-        "a librdkafka setting KEY=VALUE for the driver's and the sink's clients, on top of "
-        "--client-config; repeatable; env: comma-separated"), secret=_masked_config)
-
-
-class Counting:
-    """The counting group: what a line counts as (logcount/formats/spec.py), for run and for
-    produce's --expect, which say so in their own words."""
-
-    level = Setting(str, "ERROR", "the log level to count, or a comma-separated list counted "
-                    "together (ERROR,FATAL,CRITICAL); compared case-insensitively",
-                    metavar="LEVELS")
-    timezone = Setting(str, "UTC", "the zone of timestamps that carry none: an IANA name "
-                       "(Europe/Paris) or +HH:MM; output minutes are UTC", metavar="ZONE")
-    line_regex = Setting(str | None, None, "a Java regex with named groups time and level, "
-                         "matched at the start of each line, instead of the default line rule",
-                         metavar="REGEX")
-    time_pattern = Setting(str | None, None, "a Spark datetime pattern (yy/MM/dd HH:mm:ss) for "
-                           "times that are not ISO 8601", metavar="PATTERN")
-    json_line_field = Setting(str | None, None, "each record is a JSON object whose string "
-                              "field PATH is the log line (Filebeat and Vector: message; Fluent "
-                              "Bit and Docker: log)", metavar="PATH")
-    json_time_field = Setting(str | None, None, "structured JSON logs: the time field (ISO 8601 "
-                              "text, --time-pattern text, or epoch seconds or milliseconds); "
-                              "PATH is a literal key first, then a dotted path", metavar="PATH")
-    json_level_field = Setting(str | None, None, "structured JSON logs: the level field (text or "
-                               "number)", metavar="PATH")
-
-
-class Service:
-    """The service group: a long-running command's patience at start and its /metrics and
-    /healthz (run and sink, each with its own port and words)."""
-
-    startup_timeout = Setting(float, 60.0, "seconds to keep retrying an unreachable broker at "
-                              "start", **POSITIVE)
-    metrics_port = Setting(int, 9108, "port of /metrics and /healthz (0: off)", **PORT)
-    health_stall_seconds = Setting(float, 300.0, "/healthz fails when no batch commits this long "
-                                   "under lag", **POSITIVE)
-
-
-@command
+@dataclass(frozen=True, repr=False)
 class RunSettings(_Settings):
     """`logcount run`: the Spark stage."""
 
-    once = Setting(bool, False, "process what is readable at start, commit, exit")
-    bootstrap_servers = Kafka.bootstrap_servers
-    input_topic = Setting(str, "logs", "topic of raw log lines")
-    output_topic = Setting(str, "error-counts", "compacted topic of per-minute totals")
-    dlq_topic = Setting(str, "logs-dlq", "topic of malformed lines")
-    group_id = Setting(str, "logcount", "consumer group that holds the committed input offsets")
-    transactional_id = Setting(str | None, None, "fixed transactional.id; a restart fences the "
-                               "previous instance (default: GROUP_ID-stage, so stages of "
-                               "different groups never fence each other)")
-    master = Setting(str, "local[*]", "Spark master: local[N] or spark://...")
-    level = Counting.level
-    timezone = Counting.timezone
-    line_regex = Counting.line_regex
-    time_pattern = Counting.time_pattern
-    json_line_field = Counting.json_line_field
-    json_time_field = Counting.json_time_field
-    json_level_field = Counting.json_level_field
-    trigger_interval = Setting(float, 1.0, "seconds to sleep when there is nothing new to read",
-                               **POSITIVE)
-    # Pacing: a caught-up stage otherwise runs a Spark job per ~100 ms of input, and each pays
-    # a fixed ~85 ms of CPU whatever it holds.
-    min_batch_interval = Setting(float, 0.0, "pacing: at least this many seconds from one "
-                                 "batch's start to the next while the stage is caught up, so a "
-                                 "steady input runs fewer, fuller batches (less CPU, up to this "
-                                 "much more latency); a backlog still runs back to back; 0: no "
-                                 "pacing", lo=0, hi=60)
-    max_records_per_batch = Setting(int, 2_000_000, "cap on input records per batch, spread over "
-                                    "partitions (a process's first batches ramp up to it: 2000, "
-                                    "20000, ...)", **AT_LEAST_1)
-    starting_offsets = Setting(Literal["earliest", "latest"], "earliest",
-                               "where to start when the group has no committed offset")
-    delivery = Setting(Literal["exactly-once", "at-least-once"], "exactly-once",
-                       "at-least-once: no transaction, offsets committed after (benchmarks, "
-                       "tests)")
-    input_partitions = Setting(int, 4, "partitions of the input topic when the stage creates it",
-                               **AT_LEAST_1)
+    once: bool = field(
+        default=False, metadata=opt("process what is readable at start, commit, exit")
+    )
+    bootstrap_servers: str = field(default=_KAFKA, metadata=opt("Kafka bootstrap servers"))
+    input_topic: str = field(default="logs", metadata=opt("topic of raw log lines"))
+    output_topic: str = field(
+        default="error-counts", metadata=opt("compacted topic of per-minute totals")
+    )
+    dlq_topic: str = field(default="logs-dlq", metadata=opt("topic of malformed lines"))
+    group_id: str = field(
+        default="logcount", metadata=opt("consumer group that holds the committed input offsets")
+    )
+    transactional_id: str | None = field(
+        default=None,
+        metadata=opt("fixed transactional.id; a restart fences the previous instance "
+                     "(default: GROUP_ID-stage, so stages of different groups never fence "
+                     "each other)"),
+    )
+    master: str = field(default="local[*]", metadata=opt("Spark master: local[N] or spark://..."))
+    level: str = field(default="ERROR", metadata=opt(
+        "the log level to count, or a comma-separated list counted together "
+        "(ERROR,FATAL,CRITICAL); compared case-insensitively", metavar="LEVELS"))
+    timezone: str = field(default="UTC", metadata=opt(
+        "the zone of timestamps that carry none: an IANA name (Europe/Paris) or +HH:MM; output "
+        "minutes are UTC", metavar="ZONE"))
+    line_regex: str | None = field(default=None, metadata=opt(
+        "a Java regex with named groups time and level, matched at the start of each line, "
+        "instead of the default line rule", metavar="REGEX"))
+    time_pattern: str | None = field(default=None, metadata=opt(
+        "a Spark datetime pattern (yy/MM/dd HH:mm:ss) for times that are not ISO 8601",
+        metavar="PATTERN"))
+    json_line_field: str | None = field(default=None, metadata=opt(
+        "each record is a JSON object whose string field PATH is the log line (Filebeat and "
+        "Vector: message; Fluent Bit and Docker: log)", metavar="PATH"))
+    json_time_field: str | None = field(default=None, metadata=opt(
+        "structured JSON logs: the time field (ISO 8601 text, --time-pattern text, or epoch "
+        "seconds or milliseconds); PATH is a literal key first, then a dotted path",
+        metavar="PATH"))
+    json_level_field: str | None = field(default=None, metadata=opt(
+        "structured JSON logs: the level field (text or number)", metavar="PATH"))
+    trigger_interval: float = field(
+        default=1.0, metadata=opt("seconds to sleep when there is nothing new to read",
+                                 **POSITIVE)
+    )
+    # Pacing (issue 29): a caught-up stage otherwise runs a Spark job per ~100 ms of input, and
+    # each pays a fixed ~85 ms of CPU whatever it holds.
+    min_batch_interval: float = field(
+        default=0.0, metadata=opt("pacing: at least this many seconds from one batch's start to "
+                                  "the next while the stage is caught up, so a steady input "
+                                  "runs fewer, fuller batches (less CPU, up to this much more "
+                                  "latency); a backlog still runs back to back; 0: no pacing",
+                                  lo=0, hi=60))
+    max_records_per_batch: int = field(
+        default=2_000_000, metadata=opt("cap on input records per batch, spread over partitions (a "
+                                       "process's first batches ramp up to it: 2000, 20000, ...)",
+                                       **AT_LEAST_1)
+    )
+    starting_offsets: Literal["earliest", "latest"] = field(
+        default="earliest", metadata=opt("where to start when the group has no committed offset")
+    )
+    delivery: Literal["exactly-once", "at-least-once"] = field(
+        default="exactly-once",
+        metadata=opt("at-least-once: no transaction, offsets committed after (benchmarks, tests)"),
+    )
+    input_partitions: int = field(
+        default=4, metadata=opt("partitions of the input topic when the stage creates it",
+                                **AT_LEAST_1)
+    )
     # One partition each by default: the output is a table of minutes (a few hundred records a
     # batch) and the DLQ a trickle; every partition a transaction writes to costs an
     # AddPartitionsToTxn entry and a commit marker, so copying the input's count (256 on a
-    # production log topic) made one commit take seconds. Only used when the stage
+    # production log topic) made one commit take seconds (issue #30). Only used when the stage
     # creates the topic: an existing one is used as it is (a compacted table is never
     # repartitioned: its keys would move to other partitions, and a reader could then take an
     # older total in one partition for the last one).
-    output_partitions = Setting(int, 1, "partitions of the output topic when the stage creates "
-                                "it", **AT_LEAST_1)
-    dlq_partitions = Setting(int, 1, "partitions of the DLQ topic when the stage creates it",
-                             **AT_LEAST_1)
-    max_malformed_per_batch = Setting(int, 50_000, "malformed lines one batch may carry to the "
-                                      "DLQ; past it the batch is cut", **AT_LEAST_1)
-    startup_timeout = Service.startup_timeout
-    metrics_port = Service.metrics_port
-    health_stall_seconds = Service.health_stall_seconds
+    output_partitions: int = field(
+        default=1, metadata=opt("partitions of the output topic when the stage creates it",
+                                **AT_LEAST_1)
+    )
+    dlq_partitions: int = field(
+        default=1, metadata=opt("partitions of the DLQ topic when the stage creates it",
+                                **AT_LEAST_1)
+    )
+    max_malformed_per_batch: int = field(
+        default=50_000,
+        metadata=opt("malformed lines one batch may carry to the DLQ; past it the batch is cut",
+                     **AT_LEAST_1),
+    )
+    startup_timeout: float = field(
+        default=60.0, metadata=opt("seconds to keep retrying an unreachable broker at start",
+                                  **POSITIVE)
+    )
+    metrics_port: int = field(
+        default=9108, metadata=opt("port of /metrics and /healthz (0: off)", **PORT)
+    )
+    health_stall_seconds: float = field(
+        default=300.0, metadata=opt("/healthz fails when no batch commits this long under lag",
+                                   **POSITIVE)
+    )
     # 0 by default: a refusal at a terminal (or in a test) should be one line at once. Under a
     # supervisor, a hold of two scrape intervals lets Prometheus see why the stage is down
     # (deploy/prometheus/alerts.yml), and it slows a restart loop that cannot succeed.
-    refusal_hold_seconds = Setting(float, 0.0, "when the state check refuses to run (exit 2), "
-                                   "keep /metrics up this long first, with "
-                                   "logcount_stage_start_refused 1", lo=0)
-    replication_factor = Setting(int | None, None, "replication factor of the topics the stage "
-                                 "creates (default: the cluster's default.replication.factor)",
-                                 metavar="N", lo=1)
-    lateness_horizon = Setting(str | None, None, "count lines at most this far behind the newest "
-                               "minute counted (e.g. 90m, 6h, 7d); older lines go to the DLQ as "
-                               "'late' and their minutes leave memory (default: off, every line "
-                               "counts)", metavar="DURATION")
-    client_config = Kafka.client_config
-    kafka_config = Kafka.kafka_config
+    refusal_hold_seconds: float = field(
+        default=0.0, metadata=opt("when the state check refuses to run (exit 2), keep /metrics "
+                                  "up this long first, with logcount_stage_start_refused 1",
+                                  lo=0))
+    replication_factor: int | None = field(
+        default=None, metadata=opt("replication factor of the topics the stage creates "
+                                   "(default: the cluster's default.replication.factor)",
+                                   metavar="N", lo=1))
+    lateness_horizon: str | None = field(
+        default=None,
+        metadata=opt("count lines at most this far behind the newest minute counted (e.g. 90m, "
+                     "6h, 7d); older lines go to the DLQ as 'late' and their minutes leave "
+                     "memory (default: off, every line counts)", metavar="DURATION"),
+    )
+    client_config: str | None = field(
+        default=None, metadata=opt(_CLIENT_CONFIG_HELP, metavar="PATH"))
+    kafka_config: tuple[str, ...] = field(default=(), metadata=opt(_KAFKA_CONFIG_HELP))
 
     @property
     def txn_id(self) -> str:
@@ -359,28 +400,38 @@ class RunSettings(_Settings):
         return self
 
 
-@command
+@dataclass(frozen=True, repr=False)
 class SinkSettings(_Settings):
     """`logcount sink`: the MySQL sink service."""
 
-    once = Setting(bool, False, "drain the topic to its end, then exit")
-    bootstrap_servers = Kafka.bootstrap_servers
-    topic = Setting(str, "error-counts", "the stage's output topic")
-    group_id = Setting(str, "logcount-sink", "the sink's consumer group")
-    mysql_url = Setting(str, _MYSQL, "mysql://USER[:PASSWORD]@HOST:PORT/DATABASE",
-                        secret=mask_url)
-    mysql_tls_ca = Setting(str | None, None, "require TLS to MySQL, its certificate verified "
-                           "against this CA (PEM) and its host name", metavar="PATH")
-    create_database = Setting(bool, False, "create the database of --mysql-url when it is "
-                              "missing (without it, a missing database is an error: a typo "
-                              "must not fill an empty database nobody reads)")
-    startup_timeout = Service.startup_timeout(
-        help="seconds to keep retrying an unreachable broker or MySQL at start")
-    metrics_port = Service.metrics_port(default=9109)
-    health_stall_seconds = Service.health_stall_seconds(
-        help="/healthz fails when nothing is written this long under lag")
-    client_config = Kafka.client_config
-    kafka_config = Kafka.kafka_config
+    once: bool = field(default=False, metadata=opt("drain the topic to its end, then exit"))
+    bootstrap_servers: str = field(default=_KAFKA, metadata=opt("Kafka bootstrap servers"))
+    topic: str = field(default="error-counts", metadata=opt("the stage's output topic"))
+    group_id: str = field(default="logcount-sink", metadata=opt("the sink's consumer group"))
+    mysql_url: str = field(
+        default=_MYSQL, metadata=opt("mysql://USER[:PASSWORD]@HOST:PORT/DATABASE")
+    )
+    mysql_tls_ca: str | None = field(
+        default=None, metadata=opt("require TLS to MySQL, its certificate verified against this "
+                                   "CA (PEM) and its host name", metavar="PATH"))
+    create_database: bool = field(
+        default=False, metadata=opt("create the database of --mysql-url when it is missing "
+                                    "(without it, a missing database is an error: a typo must "
+                                    "not fill an empty database nobody reads)"))
+    startup_timeout: float = field(
+        default=60.0, metadata=opt("seconds to keep retrying an unreachable broker or MySQL at "
+                                   "start", **POSITIVE)
+    )
+    metrics_port: int = field(
+        default=9109, metadata=opt("port of /metrics and /healthz (0: off)", **PORT)
+    )
+    health_stall_seconds: float = field(
+        default=300.0, metadata=opt("/healthz fails when nothing is written this long under lag",
+                                   **POSITIVE)
+    )
+    client_config: str | None = field(
+        default=None, metadata=opt(_CLIENT_CONFIG_HELP, metavar="PATH"))
+    kafka_config: tuple[str, ...] = field(default=(), metadata=opt(_KAFKA_CONFIG_HELP))
 
     @property
     def mysql(self) -> MySQLUrl:
@@ -396,35 +447,46 @@ class SinkSettings(_Settings):
         return self
 
 
-@command
+@dataclass(frozen=True, repr=False)
 class ProduceSettings(_Settings):
     """`logcount produce`: load log lines into a topic."""
 
-    bootstrap_servers = Kafka.bootstrap_servers
-    topic = Setting(str, "logs", "topic to write the lines to")
-    file = Setting(str | None, None, "read lines from this file, '-' for stdin", metavar="PATH")
-    synthetic = Setting(int | None, None, "generate N synthetic lines instead", metavar="N",
-                        lo=0)
-    seed = Setting(int, 1, "seed of the synthetic generator")
-    partitions = Setting(int, 4, "partitions when the topic has to be created", **AT_LEAST_1)
-    expect = Setting(str | None, None, "write the expected per-minute counts (JSON) here",
-                     metavar="PATH")
-    shape = Setting(str, "seed", "the shape --synthetic lines take: " + ", ".join(SHAPES),
-                    metavar="SHAPE")
-    level = Counting.level(help="the levels --expect counts (as run's --level)")
-    timezone = Counting.timezone(
-        help="the zone --synthetic writes zone-less shapes' local times in, and --file with "
-             "--expect reads them in (as run's --timezone)")
-    line_regex = Counting.line_regex(help="for --file with --expect: as run's --line-regex")
-    time_pattern = Counting.time_pattern(help="for --file with --expect: as run's --time-pattern")
-    json_line_field = Counting.json_line_field(
-        help="for --file with --expect: as run's --json-line-field")
-    json_time_field = Counting.json_time_field(
-        help="for --file with --expect: as run's --json-time-field")
-    json_level_field = Counting.json_level_field(
-        help="for --file with --expect: as run's --json-level-field")
-    client_config = Kafka.client_config
-    kafka_config = Kafka.kafka_config
+    bootstrap_servers: str = field(default=_KAFKA, metadata=opt("Kafka bootstrap servers"))
+    topic: str = field(default="logs", metadata=opt("topic to write the lines to"))
+    file: str | None = field(
+        default=None, metadata=opt("read lines from this file, '-' for stdin", metavar="PATH")
+    )
+    synthetic: int | None = field(
+        default=None, metadata=opt("generate N synthetic lines instead", metavar="N", lo=0)
+    )
+    seed: int = field(default=1, metadata=opt("seed of the synthetic generator"))
+    partitions: int = field(
+        default=4, metadata=opt("partitions when the topic has to be created", **AT_LEAST_1)
+    )
+    expect: str | None = field(
+        default=None, metadata=opt("write the expected per-minute counts (JSON) here",
+                                   metavar="PATH")
+    )
+    shape: str = field(default="seed", metadata=opt(
+        "the shape --synthetic lines take: " + ", ".join(SHAPES), metavar="SHAPE"))
+    level: str = field(default="ERROR", metadata=opt(
+        "the levels --expect counts (as run's --level)", metavar="LEVELS"))
+    timezone: str = field(default="UTC", metadata=opt(
+        "the zone --synthetic writes zone-less shapes' local times in, and --file with --expect "
+        "reads them in (as run's --timezone)", metavar="ZONE"))
+    line_regex: str | None = field(default=None, metadata=opt(
+        "for --file with --expect: as run's --line-regex", metavar="REGEX"))
+    time_pattern: str | None = field(default=None, metadata=opt(
+        "for --file with --expect: as run's --time-pattern", metavar="PATTERN"))
+    json_line_field: str | None = field(default=None, metadata=opt(
+        "for --file with --expect: as run's --json-line-field", metavar="PATH"))
+    json_time_field: str | None = field(default=None, metadata=opt(
+        "for --file with --expect: as run's --json-time-field", metavar="PATH"))
+    json_level_field: str | None = field(default=None, metadata=opt(
+        "for --file with --expect: as run's --json-level-field", metavar="PATH"))
+    client_config: str | None = field(
+        default=None, metadata=opt(_CLIENT_CONFIG_HELP, metavar="PATH"))
+    kafka_config: tuple[str, ...] = field(default=(), metadata=opt(_KAFKA_CONFIG_HELP))
 
     @property
     def line_format(self) -> LineFormat:
@@ -452,50 +514,55 @@ class ProduceSettings(_Settings):
         return self
 
 
-@command
+@dataclass(frozen=True, repr=False)
 class StateShowSettings(RunSettings):
     """`logcount state show`: the stage's state, and what a start with these settings would do.
     Takes every flag of `logcount run` (the same command line and environment, the same
     answer); reads only, fences nobody, safe beside a running stage."""
 
-    json = Setting(bool, False, "print the report as JSON, for scripts")
+    json: bool = field(default=False, metadata=opt("print the report as JSON, for scripts"))
 
 
-@command
+@dataclass(frozen=True, repr=False)
 class DemoSettings(_Settings):
     """`logcount demo`: everything on the embedded stack, then the table and the verdict."""
 
-    lines = Setting(int, 200_000, "synthetic lines to produce", **AT_LEAST_1)
-    seed = Setting(int, 7, "seed of the synthetic generator")
-    master = Setting(str, "local[*]", "Spark master")
+    lines: int = field(default=200_000, metadata=opt("synthetic lines to produce", **AT_LEAST_1))
+    seed: int = field(default=7, metadata=opt("seed of the synthetic generator"))
+    master: str = field(default="local[*]", metadata=opt("Spark master"))
 
 
-@command
+@dataclass(frozen=True, repr=False)
 class BenchSettings(_Settings):
     """`logcount bench`: the side-by-side benchmark on the embedded stack (with --soak: the
     endurance run)."""
 
-    lines = Setting(int, 5_000_000, "synthetic lines in the backlog (N)")
-    out = Setting(str, "bench-results", "directory for results.json, results.md and results.png "
-                  "(with --soak: soak.*)")
-    seed = Setting(int, 1, "seed of the synthetic generator")
-    bootstrap_servers = Setting(str | None, None,
-                                "use this broker instead of starting the embedded stack")
-    latency_rate = Setting(int, 20_000, "lines/s of the steady-state latency producer")
-    latency_seconds = Setting(float, 60.0, "seconds each latency run produces for")
-    latency_warmup_seconds = Setting(float, 15.0, "seconds produced before the latency "
-                                     "measurement starts")
-    latency_repeats = Setting(int, 3, "runs of the stage's and Kafka Streams' latency at the "
-                              "latency rate, interleaved; the goals judge the median p99 and the "
-                              "report shows each run's", lo=1, hi=10)
-    large_factor = Setting(int, 10, "the RSS run reads this many times N")
-    quix_lines = Setting(int | None, None, "lines Quix Streams processes (default: N)",
-                         metavar="N")
-    soak = Setting(float | None, None, "run the endurance benchmark instead "
-                   "(logcount/bench/soak.py): the stage at a fixed rate for MINUTES, sampled; "
-                   "writes soak.json, soak.md and soak.png", metavar="MINUTES", **POSITIVE)
-    soak_rate = Setting(int, 2_000, "lines/s the soak produces", lo=20)
-    sample_seconds = Setting(float, 15.0, "seconds between the soak's samples", lo=1)
+    lines: int = field(default=5_000_000, metadata=opt("synthetic lines in the backlog (N)"))
+    out: str = field(default="bench-results", metadata=opt("directory for results.json, "
+                                                           "results.md and results.png (with "
+                                                           "--soak: soak.*)"))
+    seed: int = field(default=1, metadata=opt("seed of the synthetic generator"))
+    bootstrap_servers: str | None = field(
+        default=None, metadata=opt("use this broker instead of starting the embedded stack"))
+    latency_rate: int = field(default=20_000,
+                              metadata=opt("lines/s of the steady-state latency producer"))
+    latency_seconds: float = field(default=60.0,
+                                   metadata=opt("seconds each latency run produces for"))
+    latency_warmup_seconds: float = field(
+        default=15.0, metadata=opt("seconds produced before the latency measurement starts"))
+    latency_repeats: int = field(default=3, metadata=opt(
+        "runs of the stage's and Kafka Streams' latency at the latency rate, interleaved; the "
+        "goals judge the median p99 and the report shows each run's", lo=1, hi=10))
+    large_factor: int = field(default=10, metadata=opt("the RSS run reads this many times N"))
+    quix_lines: int | None = field(
+        default=None, metadata=opt("lines Quix Streams processes (default: N)", metavar="N"))
+    soak: float | None = field(default=None, metadata=opt(
+        "run the endurance benchmark instead (logcount/bench/soak.py): the stage at a fixed rate "
+        "for MINUTES, sampled; writes soak.json, soak.md and soak.png", metavar="MINUTES",
+        **POSITIVE))
+    soak_rate: int = field(default=2_000, metadata=opt("lines/s the soak produces", lo=20))
+    sample_seconds: float = field(default=15.0, metadata=opt(
+        "seconds between the soak's samples", lo=1))
 
     def validate(self) -> BenchSettings:
         if self.lines < 1000:
@@ -508,20 +575,101 @@ class BenchSettings(_Settings):
         return self
 
 
-@command
+@dataclass(frozen=True, repr=False)
 class StackSettings(_Settings):
     """`logcount stack up|down|status`."""
 
-    spark_cluster = Setting(bool, False, "also a Spark standalone master and two workers")
+    spark_cluster: bool = field(
+        default=False, metadata=opt("also a Spark standalone master and two workers")
+    )
 
 
-# --- reading and the reference -----------------------------------------------------------------
+# --- flags and env ------------------------------------------------------------------------------
+
+
+def _flag(f: dataclasses.Field) -> str:
+    return f.metadata.get("flag") or "--" + f.name.replace("_", "-")
+
+
+def _env(f: dataclasses.Field) -> str:
+    return ENV_PREFIX + f.name.upper()
+
+
+def _kind(cls: type, f: dataclasses.Field) -> tuple[type, tuple[str, ...] | None]:
+    """(base type, choices) of a field, from its annotation."""
+    tp = typing.get_type_hints(cls)[f.name]
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        tp = next(a for a in typing.get_args(tp) if a is not type(None))
+    if typing.get_origin(tp) is Literal:
+        return str, typing.get_args(tp)
+    if typing.get_origin(tp) is tuple:
+        return tuple, None
+    return tp, None
+
+
+def add_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
+    """One flag per field; defaults stay out of argparse so env can fill what flags leave."""
+    for f in dataclasses.fields(cls):
+        kind, choices = _kind(cls, f)
+        meta = f.metadata
+        help_text = f"{meta['help']} (env {_env(f)}; default: {f.default!r})"
+        if kind is bool:
+            parser.add_argument(_flag(f), dest=f.name, action="store_true", default=None,
+                                help=help_text)
+        elif kind is tuple:
+            parser.add_argument(_flag(f), dest=f.name, action="append", default=None,
+                                metavar="KEY=VALUE", help=help_text)
+        else:
+            parser.add_argument(_flag(f), dest=f.name, type=str, default=None, choices=choices,
+                                metavar=meta.get("metavar") or (None if choices else "VALUE"),
+                                help=help_text)
+
+
+def _convert(cls: type, f: dataclasses.Field, raw: Any, source: str) -> Any:
+    kind, choices = _kind(cls, f)
+    if kind is bool:
+        if isinstance(raw, bool):
+            return raw
+        low = str(raw).strip().lower()
+        if low in ("1", "true", "yes", "on"):
+            return True
+        if low in ("0", "false", "no", "off", ""):
+            return False
+        raise ConfigError(f"{source} must be true or false, got {raw!r}")
+    if kind is tuple:
+        # From the environment: one item a line, so a value may hold commas (a password);
+        # a single line is split on commas, the short form for simple settings.
+        text = str(raw)
+        parts = text.splitlines() if "\n" in text else text.split(",")
+        items = raw if isinstance(raw, list) else [p for p in parts if p.strip()]
+        return tuple(items)
+    if choices and raw not in choices:
+        raise ConfigError(f"{source} must be one of {', '.join(choices)}, got {raw!r}")
+    if kind in (int, float):
+        try:
+            value = kind(str(raw).strip())
+        except ValueError:
+            what = "a whole number" if kind is int else "a number"
+            raise ConfigError(f"{source} must be {what}, got {raw!r}") from None
+        if not math.isfinite(value):
+            raise ConfigError(f"{source} must be a finite number, got {raw!r}")
+        _check_range(f, value, source)
+        return value
+    return raw
 
 
 def from_namespace(cls: type, ns: argparse.Namespace | None = None,
                    env: Mapping[str, str] | None = None):
     """Build `cls` from parsed flags, then env, then defaults; validate if it can."""
-    values = read(cls, ns, os.environ if env is None else env)
+    env = os.environ if env is None else env
+    values = {}
+    for f in dataclasses.fields(cls):
+        raw = getattr(ns, f.name, None) if ns is not None else None
+        source = _flag(f)
+        if raw is None and _env(f) in env:
+            raw, source = env[_env(f)], _env(f)
+        if raw is not None:
+            values[f.name] = _convert(cls, f, raw, source)
     if values.get("client_config") and "bootstrap_servers" not in values:
         # The properties file's bootstrap.servers applies when no flag or env gives one.
         found = _load_client_properties(values["client_config"]).bootstrap_servers
@@ -550,7 +698,7 @@ def reference_markdown() -> str:
         out.append("|---|---|---|---|")
         for f in fields:
             default = "" if f.default in (None, ()) else f"`{f.default}`"
-            out.append(f"| `{flag_of(f)}` | `{env_of(f)}` | {default} | {f.metadata['help']} |")
+            out.append(f"| `{_flag(f)}` | `{_env(f)}` | {default} | {f.metadata['help']} |")
         out.append("")
     out.append("#### Other environment variables\n")
     out.append("| env | meaning |")
