@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
@@ -39,7 +40,7 @@ class ProbeReader(threading.Thread):
 
     def __init__(self, bootstrap: str, topic: str, group: str) -> None:
         super().__init__(daemon=True)
-        self.seen: dict[str, float] = {}
+        self.seen: dict[Any, float] = {}  # probe -> when it was first seen
         self.stop = threading.Event()
         self.c = Consumer(kafka_io.client_config(bootstrap, None, **{
             "group.id": group, "isolation.level": "read_committed",

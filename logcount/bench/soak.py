@@ -26,7 +26,6 @@ DIR/soak.md and DIR/soak.png; the stage's own output is kept in DIR/logs/.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import signal
@@ -59,6 +58,7 @@ from logcount.bench.soak_sampling import Sampler, find_jvm, scrape
 from logcount.connectors import kafka_io, stack
 from logcount.core.errors import DependencyError
 from logcount.core.paths import home
+from logcount.core.records import decode_total
 from logcount.core.settings import BenchSettings
 from logcount.formats.shapes import expected_from_records, synthetic_records
 
@@ -149,13 +149,13 @@ class CyclingProbeReader(ProbeReader):
         self.m = probe_minutes
         self.index = {probe_minute(j).encode(): j for j in range(probe_minutes)}
         self.counted = [0] * probe_minutes
-        self.seen: dict[int, float] = {}  # type: ignore[assignment] - probe number -> seen
+        self.seen = {}  # probe number -> when it was first seen
 
     def record(self, m, now: float) -> None:
         j = self.index.get(m.key())
         if j is None:
             return
-        total = json.loads(m.value())["log_count"]
+        total = decode_total(m.value() or b"").count
         for n in range(self.counted[j], total):
             self.seen.setdefault(j + n * self.m, now)
         self.counted[j] = max(self.counted[j], total)
@@ -361,6 +361,7 @@ def run_soak(plan: SoakPlan, say: Callable[[str], None] = print) -> int:
 
 def plan_from_settings(s: BenchSettings) -> SoakPlan:
     """`logcount bench --soak MINUTES ...` (core.settings.BenchSettings) -> a SoakPlan."""
+    assert s.soak is not None  # only called for --soak
     return SoakPlan(minutes=s.soak, out=s.out, rate=s.soak_rate, sample_s=s.sample_seconds,
                     seed=s.seed, bootstrap=s.bootstrap_servers)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from logcount.bench.latency import probe_minute
 
@@ -44,7 +45,7 @@ SERIES: dict[str, tuple[str, str, str, str]] = {
 }
 
 
-def slope_per_hour(ts: Sequence[float], ys: Sequence[float]) -> float | None:
+def slope_per_hour(ts: Sequence[float], ys: Sequence[float | None]) -> float | None:
     """Least-squares slope of ys over ts (seconds), per hour; None under 2 distinct times."""
     pts = [(t, y) for t, y in zip(ts, ys, strict=True) if y is not None]
     if len(pts) < 2:
@@ -143,7 +144,7 @@ def _goal(goal: str, value, met: bool | None) -> dict:
 def histogram_growth(first: dict[str, tuple[int, int]], last: dict[str, tuple[int, int]],
                      top: int = 15) -> list[dict]:
     """The `top` classes whose live bytes grew most from `first` to `last` (grown ones only)."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in set(first) | set(last):
         (n0, b0), (n1, b1) = first.get(name, (0, 0)), last.get(name, (0, 0))
         if b1 > b0:

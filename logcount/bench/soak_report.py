@@ -73,7 +73,7 @@ def plot(r: dict, path: Path) -> None:
         handles = []
         for name in names:
             label, unit, _, side = SERIES[name]
-            ax = right if side == "r" else left
+            ax = right if side == "r" and right is not None else left
             ys = [s.get(name) for s in r["samples"]]
             slope = r["series"][name]["slope_per_hour"]
             shown = f"{label}{f' ({unit})' if unit else ''}" + (

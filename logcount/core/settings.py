@@ -69,9 +69,9 @@ def opt(help: str, *, flag: str | None = None, secret: bool = False, metavar: st
 
 
 # Ranges shared by many flags.
-PORT = {"lo": 0, "hi": 65535}  # 0: off
-POSITIVE = {"above": 0}  # seconds, sizes
-AT_LEAST_1 = {"lo": 1}
+PORT: dict[str, Any] = {"lo": 0, "hi": 65535}  # 0: off
+POSITIVE: dict[str, Any] = {"above": 0}  # seconds, sizes
+AT_LEAST_1: dict[str, Any] = {"lo": 1}
 
 
 def _check_range(f: dataclasses.Field, value: float, source: str) -> None:

@@ -244,6 +244,7 @@ def _truststore(props: Mapping[str, str], base_dir: str | None) -> dict[str, str
                           "ssl.truststore.type=PEM (the Java client refuses it too); remove it")
     if certificates is not None:
         return {"ssl.ca.pem": _pem(certificates, "ssl.truststore.certificates")}
+    assert location is not None  # one of the two, checked above
     return {"ssl.ca.location": _path(location, "ssl.truststore.location", base_dir)}
 
 
