@@ -22,9 +22,8 @@ from logcount.core.paths import jars_dir
 
 QUIET = "-Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off"
 # Part of the archive's key: raised when the training (cds_build) loads more, so that set-up
-# builds the new archive on machines that have an older one. 2: the Kafka client's classes.
-# 3: the batch plan without the malformed refs' window (a first batch's). 4: Kafka read through
-# DataSource V2. 5: the line formats (the default rule's general path, structured JSON).
+# builds the new archive on machines that have an older one. What each value added:
+# docs/tuning.md#cds-training
 TRAINING = 5
 
 

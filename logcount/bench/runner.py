@@ -125,10 +125,9 @@ class Bench:
             self.check(c, c.wait(RUN_TIMEOUT_S))
             return c
 
-        # Two runs, because the tool prints either its total (start.time, end.time, MB, MB.sec,
-        # nMsg, ...: its own timing, JVM start excluded) or, with --show-detailed-stats, a row per
-        # interval and no total. The total gives the processing figure; the rows (100 ms apart)
-        # give cold start and steady state. Both read the same topic from the page cache.
+        # Two runs: the tool prints either its total (its own timing, JVM start excluded: the
+        # processing figure) or, with --show-detailed-stats, a row per 100 ms and no total (cold
+        # start and steady state). Both read the same topic from the page cache.
         c = perf("raw_jvm_consumer", "jvm")
         row = next(s for _, s in reversed(c.lines) if re.match(r"\d{4}-\d\d-\d\d ", s))
         cols = [x.strip() for x in row.split(",")]

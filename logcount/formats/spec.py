@@ -96,10 +96,9 @@ def java_regex_groups(regex: str) -> set[str]:
 
 # --- --time-pattern: the subset of Spark's datetime patterns that both sides read alike -------
 
-# Spark pattern letters this project reads, and what each run of them matches in the pure twin:
-# yy is two digits (2000-2099), yyyy four, MM/dd/HH/mm/ss two, M/d/H/h/m/s any number, S..S one to
-# that many fraction digits, MMM an English month abbreviation, a AM/PM, XXX/XX/X and Z zone
-# offsets; text in any case.
+# Spark pattern letters read here, and what each run matches in the pure twin: yy two digits
+# (2000-2099), yyyy four, MM/dd/HH/mm/ss two, M/d/H/h/m/s any number, S..S up to that many fraction
+# digits, MMM an English month abbreviation, a AM/PM, XXX/XX/X and Z zone offsets; any case.
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
