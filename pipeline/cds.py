@@ -1,14 +1,13 @@
 """A class-data-sharing archive for the Spark driver JVM: seconds off every stage start.
 
 A fresh Spark driver loads some 15,000 classes before its first batch. A dynamic CDS archive
-(JDK 13+) holds them pre-parsed; measured on 2 cores: session start 4.7-5.1 s -> 3.0-3.4 s and
-the first job 2.3-2.9 s -> 1.3-1.9 s, which is most of what a restart (`recovery_s`) waits for.
+(JDK 13+) holds them pre-parsed, which takes seconds off the session start and the first job:
+most of what a restart (`recovery_s`) waits for (figures: docs/tuning.md#cds-archive).
 
 `python -m logcount.pipeline.cds_build` (run by scripts/setup.sh) makes it once per JVM, pyspark
-version and
-connector jars: a throw-away session runs small jobs and the JVM writes the archive as it exits.
-`spark_java_options()` uses it when present. A stale or foreign archive is harmless: the JVM
-checks it and runs without it (-Xshare:auto), silently (-Xlog:cds=off).
+version and connector jars: a throw-away session runs small jobs and the JVM writes the archive
+as it exits. `spark_java_options()` uses it when present. A stale or foreign archive is harmless:
+the JVM checks it and runs without it (-Xshare:auto), silently (-Xlog:cds=off).
 """
 
 from __future__ import annotations
