@@ -183,7 +183,7 @@ def judged(runs) -> list[dict]:
 
 
 def _peer_goals(runs: list[dict]) -> list[dict]:
-    """Issue 29's goals from the latency runs, logcount_eos against Kafka Streams at the highest
+    """The goals against Kafka Streams from the latency runs, logcount_eos against it at the highest
     rate run and at the lowest; not met where a run is missing. The trigger and the pacing are
     the user's choice, so at the high rate the stage is judged on its cheapest run whose p99 is
     no higher than Kafka Streams' (or, when none is, on its lowest p99), and at the low rate on
