@@ -9,9 +9,8 @@ A format says how to get a record's time and level:
 `--level` is the comma-separated list of levels counted. All of it is the state's identity
 (`identity()`): totals counted under one format must never be continued under another.
 
-The pure twin of the rule is logcount/formats/rule.py, the Spark plan logcount/formats/spark.py; a
-property test
-holds the two together line by line.
+The pure twin of the rule is logcount/formats/rule.py, the Spark plan logcount/formats/spark.py;
+tests/integration/test_spark_rule.py holds the two together line by line.
 """
 
 from __future__ import annotations
