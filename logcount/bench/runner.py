@@ -41,8 +41,8 @@ from logcount.formats.shapes import RUN_FLAGS, expected_from_records, synthetic_
 log = logging.getLogger("logcount.bench")
 
 QUIX_VERSION = "3.28.1"  # its own venv: it pins confluent-kafka < 2.13, logcount needs >= 2.16
-# The partitions axis: input topics shaped like production log topics. The
-# 4-partition figures are the main run's (logcount_eos, latency at trigger 0.5 s).
+# The partitions axis: input topics shaped like production log topics. The 4-partition figures
+# are the main run's (logcount_eos, latency at trigger 0.5 s).
 PARTITION_AXIS = (4, 64, 256)
 # Generous ceilings: a contender that hangs fails the bench with its last output, never stalls it.
 RUN_TIMEOUT_S = 3600
