@@ -34,11 +34,9 @@ REQUEST_TIMEOUT_S = 15.0
 # --kafka-config / --client-config.
 NETWORK_DEFAULTS = {
     # A request unanswered for 10 s (librdkafka's default: 60 s) is timed out and its connection
-    # closed, so a link that dropped our bytes (a partition, a proxy blackhole) is replaced
-    # within 10 s rather than a minute. A healthy broker answers metadata, offsets and
-    # transaction requests in milliseconds, and a coordinator moving answers "not coordinator"
-    # at once; only a produce request waits on replication, and it has its own
-    # request.timeout.ms (30 s). Fetches wait fetch.wait.max.ms on top of this.
+    # closed, so a link that drops our bytes is replaced within 10 s, not a minute; healthy
+    # answers take milliseconds, and produce/fetch waits have their own timeouts on top.
+    # Details: docs/tuning.md#network-timeouts
     "socket.timeout.ms": 10_000,
     # The TCP and TLS/SASL handshakes of a new connection: 10 s (default 30 s) is ample on any
     # network that carries data at all, and a connection accepted by a proxy that then drops
@@ -270,10 +268,9 @@ def list_offsets(adm: AdminClient, topic: str, partitions: Iterable[int], spec: 
     got = _wait(adm.list_offsets(req, isolation_level=level, request_timeout=REQUEST_TIMEOUT_S),
                 f"listing offsets of {topic}")
     out = {tp.partition: info.offset for tp, info in got.items()}
-    # Earliest and latest are never negative. A partition whose leader is away (a broker killed,
-    # the controller not yet done moving it) comes back as -1001 (librdkafka's "invalid") with
-    # no error, seen on the 3-broker cluster. Taken as an offset, it looks like a truncated
-    # input and the stage stops; as an error, the caller retries until the leader is back.
+    # Earliest and latest are never negative. A partition whose leader is away comes back as
+    # -1001 (librdkafka's "invalid") with no error (seen on the 3-broker cluster): taken as an
+    # offset it looks like truncated input; as an error, the caller retries until it is back.
     unknown = sorted(p for p, o in out.items() if o < 0)
     if unknown:
         raise DependencyError(

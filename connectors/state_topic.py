@@ -11,10 +11,9 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from logcount.connectors import kafka_io
 from logcount.core.errors import DependencyError
 
-# Why 300 s for the whole read: a state topic is small once compacted (5 years of minutes are
-# ~44,000 hour records, ~24 MB, read in 0.2 s here), and before the cleaner runs it also holds
-# superseded versions (at most about an hour's, with hourly segments); 300 s is far beyond any
-# honest read and bounds one that makes no headway (a broker gone mid-restore).
+# Why 300 s for the whole read: a compacted state topic is small (5 years of minutes read in well
+# under a second), plus at most about an hour of superseded versions; 300 s is far beyond any
+# honest read and bounds one making no headway. Figures: docs/tuning.md#state-restore-timeout
 RESTORE_TIMEOUT_S = 300.0
 # The state topic's own settings: compacted (last value per key is the state), and segments
 # rolled hourly so that superseded versions become cleanable within the hour: the active segment

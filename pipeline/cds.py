@@ -1,14 +1,13 @@
 """A class-data-sharing archive for the Spark driver JVM: seconds off every stage start.
 
 A fresh Spark driver loads some 15,000 classes before its first batch. A dynamic CDS archive
-(JDK 13+) holds them pre-parsed; measured on 2 cores: session start 4.7-5.1 s -> 3.0-3.4 s and
-the first job 2.3-2.9 s -> 1.3-1.9 s, which is most of what a restart (`recovery_s`) waits for.
+(JDK 13+) holds them pre-parsed, which takes seconds off the session start and the first job:
+most of what a restart (`recovery_s`) waits for (figures: docs/tuning.md#cds-archive).
 
 `python -m logcount.pipeline.cds_build` (run by scripts/setup.sh) makes it once per JVM, pyspark
-version and
-connector jars: a throw-away session runs small jobs and the JVM writes the archive as it exits.
-`spark_java_options()` uses it when present. A stale or foreign archive is harmless: the JVM
-checks it and runs without it (-Xshare:auto), silently (-Xlog:cds=off).
+version and connector jars: a throw-away session runs small jobs and the JVM writes the archive
+as it exits. `spark_java_options()` uses it when present. A stale or foreign archive is harmless:
+the JVM checks it and runs without it (-Xshare:auto), silently (-Xlog:cds=off).
 """
 
 from __future__ import annotations
@@ -22,9 +21,8 @@ from logcount.core.paths import jars_dir
 
 QUIET = "-Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off"
 # Part of the archive's key: raised when the training (cds_build) loads more, so that set-up
-# builds the new archive on machines that have an older one. 2: the Kafka client's classes.
-# 3: the batch plan without the malformed refs' window (a first batch's). 4: Kafka read through
-# DataSource V2. 5: the line formats (the default rule's general path, structured JSON).
+# builds the new archive on machines that have an older one. What each value added:
+# docs/tuning.md#cds-training
 TRAINING = 5
 
 

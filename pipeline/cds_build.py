@@ -49,9 +49,8 @@ def _kafka_classes(spark) -> None:
     """Load the Kafka connector's and client's classes as a first batch does, with no broker:
     set-up runs before any broker is up. The batch's job gets as far as the offset reader's
     admin client, which fails to connect (after its 0.5 s timeout and Spark's retries, ~5 s
-    once per set-up); a consumer like the executors' is created and polled once. Measured on
-    2 cores, the first batch's job 2.86 -> 2.67 s (read, columns, plan and collect of 2k
-    records, median of 3), as much as an archive trained against a real broker (2.63 s)."""
+    once per set-up); a consumer like the executors' is created and polled once. That saves
+    as much as training against a real broker would (docs/tuning.md#cds-archive)."""
     df = read_ranges(spark, NO_BROKER, "logcount-cds", [OffsetRange(0, 0, 1)],
                      {"default.api.timeout.ms": "500", "request.timeout.ms": "500"})
     with contextlib.suppress(Exception):  # the expected TimeoutException, via py4j

@@ -3,8 +3,7 @@
 Only per-minute counts and a bounded number of malformed-line references come back to the driver;
 the raw lines never leave the executors. Parsing is Spark SQL (no Python UDF): the format's plan
 (logcount/formats/spark.py), the same rule as its pure twin (logcount/formats/rule.py), so the JVM
-does the
-per-line work.
+does the per-line work.
 """
 
 from __future__ import annotations
@@ -22,45 +21,27 @@ from logcount.formats.spec import LineFormat
 from logcount.pipeline.offsets import OffsetRange
 from logcount.pipeline.totals import minute_index
 
-# How many malformed-line references one batch may bring to the driver (--max-malformed-per-batch).
-# A batch that holds more is cut short in the partition where the limit is reached (the rest
-# comes in the next batch), so a flood of garbage cannot exhaust the driver's memory nor make the
-# transaction huge. 50,000 refs of <= 256 bytes are ~25 MB at worst and produce in about a second,
-# far inside the transaction timeout; 1% garbage in a 2M-record batch (20,000) stays under it,
-# so ordinary batches never pay for the cut (two extra Spark actions).
+# How many malformed-line references one batch may bring to the driver (--max-malformed-per-batch):
+# a flood of garbage is cut short in the partition where it is reached (the rest: next batch),
+# so it cannot exhaust the driver's memory nor outgrow the transaction; ordinary batches stay under.
+# Figures: docs/tuning.md#malformed-per-batch
 MAX_MALFORMED_PER_BATCH = 50_000
 # The first bytes of a malformed value kept in its DLQ record.
 RAW_PREFIX_BYTES = 256
-# A batch of at most this many offsets runs as ONE task: its Kafka partitions are read one after
-# another (coalesce(1)) and the aggregation and the window need no exchange, so the job is one
-# stage instead of three. Every stage is fixed cost (scheduling, shuffle files, a code-generated
-# class of its own); one task reading serially is slower once there is real data to share
-# between cores. Measured warm on 2 cores, 4 partitions, median of 5 (base -> one task):
-# 10k offsets 0.251 -> 0.192 s, 50k 0.292 -> 0.274, 100k 0.343 -> 0.341, 200k 0.452 -> 0.543.
-# Batches when caught up (latency) and a process's first batch (2k) are below it.
+# A batch of at most this many offsets runs as ONE task (coalesce(1), no exchange: one stage, not
+# three): every stage is fixed cost, while one task reading serially loses once data can be
+# shared between cores. Caught-up batches and a process's first batch are below it.
+# Figures: docs/tuning.md#single-task
 SINGLE_TASK_MAX_RECORDS = 50_000
-# A larger batch gets at most this many tasks per core, however many partitions it spans. Spark
-# makes one task per Kafka partition range: a 256-partition topic's batch was 256 tasks on 2
-# cores, each a scheduling round trip, a consumer from the pool and a code-generated projection
-# (issue #30). Two per core keeps every core busy when ranges differ in size; each task reads its
-# ranges one after another (coalesce, no shuffle). A 4-partition topic keeps its 4 tasks.
+# A larger batch gets at most this many tasks per core, however many partitions it spans: Spark's
+# one task per Kafka range costs a scheduling round trip, a pooled consumer and a generated
+# projection each; two per core keeps every core busy when ranges differ in size.
+# Figures: docs/tuning.md#tasks-per-core
 TASKS_PER_CORE = 2
-# A small batch over more ranges than this is read by one task per core instead of one task: each
-# range costs a reader, a projection and a fetch round trip, which one task pays serially. A batch
-# whose ranges hold at most INTERPRETED_MAX_RECORDS_PER_RANGE records on average makes its row
-# projections interpreted instead of generated (spark.sql.codegen.factoryMode=NO_CODEGEN, set for
-# that batch's job): Spark creates an UnsafeProjection per range in every batch, and a generated
-# one costs ~1 ms even when its class is cached (the code is made again to look it up); interpreted
-# it is nearly free, but every row then costs more (the setting reaches the whole plan: its parse
-# and aggregation run interpreted too, ~2x the per-row time). Measured warm on 2 cores with `python
-# -m logcount.bench.cycle --partitions P [--tasks T] [--conf ...]` (20,000 lines/s, a cycle's
-# collect,
-# median of 90): 256 partitions, ~20 records a range: one task 282 ms, interpreted 183, two tasks
-# 153, both 127-134 (cycle 360 -> 216 ms); 64: cycle 254 -> 191 ms; 4 partitions (~750 a range, one
-# task, generated as before) 73 ms, interpreted it would be 61. Ranges read again and again (a
-# one-off script, the same `compute_batch`, median of 8): interpreted costs ~3 us a row more (4
-# ranges x 5,000: 159-186 -> 232-234 ms; 4 x 1,250 even) and saves ~1 ms a range (256 x 10: 538-728
-# -> 347-411 ms; 256 x 100: 622 -> 459-495 ms), hence 128.
+# A small batch over more ranges than SMALL_BATCH_MAX_SINGLE_RANGES is read by one task per core,
+# not one serial task; ranges of at most INTERPRETED_MAX_RECORDS_PER_RANGE records on average get
+# interpreted projections (NO_CODEGEN): a generated one costs ~1 ms a range; interpreted rows cost
+# more. Figures: docs/tuning.md#interpreted-projections
 SMALL_BATCH_MAX_SINGLE_RANGES = 16
 INTERPRETED_MAX_RECORDS_PER_RANGE = 128
 CODEGEN_FACTORY_MODE = "spark.sql.codegen.factoryMode"
@@ -154,10 +135,9 @@ def batch_frame(df, fmt: LineFormat, malformed_per_partition: int | None,
     return agg.withColumn("rn", c.window).filter(c.keep)
 
 
-# Every Column is a py4j round trip to build: the ~120 of the plan took 0.10-0.19 s per batch,
-# a third of a small batch's warm cost. They are unresolved expressions, valid for any DataFrame
-# of the session's JVM, so each (JVM, format, bound, horizon) builds them once; the horizon moves
-# at most once a minute. Keyed by the SparkContext: a new session never gets another's columns.
+# Every Column is a py4j round trip to build, a third of a small batch's warm cost; they are
+# unresolved expressions, so each (JVM, format, bound, horizon) builds them once. Keyed by the
+# SparkContext: a new session never gets another's columns. Figures: docs/tuning.md#plan-columns
 @functools.lru_cache(maxsize=16)
 def _plan_columns(context, fmt: LineFormat, malformed_per_partition: int | None,
                   late_before: int | None) -> _PlanColumns:
@@ -174,12 +154,9 @@ def _plan_columns(context, fmt: LineFormat, malformed_per_partition: int | None,
         reason = F.when(late, F.lit(REASON_LATE)).otherwise(reason)
     bad = reason.isNotNull()
     counted = ~bad & F.col("counted")
-    # Everything is a grouping key and the only aggregate is count(): Spark keeps the fast
-    # hash aggregation (first()/collect of a binary would fall back to a slower one).
-    # Only a malformed line keeps its partition: counts are per minute, and grouped by
-    # (partition, minute) a batch's aggregate grew with the partition count (a backlog spanning
-    # a day over 256 partitions: 368,640 groups per task, shuffled and all collected to Python,
-    # against 1,440). A cut (below) then reads the whole batch again, not just its partition.
+    # Every key is a grouping key and count() the only aggregate, so Spark keeps the fast hash
+    # aggregation. Only a malformed line keeps its partition: grouped by (partition, minute) the
+    # aggregate grew with the partition count. Figures: docs/tuning.md#aggregation-keys
     keys = (
         F.when(bad, F.col("p")).alias("p"),
         F.when(counted, F.col("minute")).alias("minute"),
@@ -197,34 +174,15 @@ def _plan_columns(context, fmt: LineFormat, malformed_per_partition: int | None,
     return _PlanColumns(keys, n, F.row_number().over(w), keep)
 
 
-# How long the broker may hold a fetch of the executors' consumers that finds no new record
-# (the Java client's default is 500 ms). After each poll, spark-sql-kafka asks the consumer for
-# the partition's earliest and latest offsets; the consumer has just pipelined its next fetch,
-# from the end of what it got, and at the log's end the broker holds that fetch and answers the
-# offset requests on the same connection only after it, in order. So every batch that reached
-# the end of a partition (every batch of a stage that has caught up) waits this long per
-# partition. Measured on one warm session: at 500 ms a 1-record batch's collect took 0.57 s and
-# at 1 line per 3 s each batch 0.72-0.89 s of Spark; at 10 ms, 0.07 s and 0.21-0.28 s; a
-# 3.2k-record batch that ends at the log's end (4 partitions, median / p90 of 20):
-# 10 ms 187 / 202 ms, 1 ms 149 / 158 ms, 0 ms 146 / 172 ms (empty fetches in a tight loop).
-# An empty fetch costs one more round trip 1 ms later, and only while a task polls: pooled
-# consumers idle between batches send nothing.
+# How long the broker may hold an executor consumer's fetch that finds no new record (Java
+# default 500 ms): spark-sql-kafka's offset requests queue behind that fetch, so every batch that
+# reaches a partition's end waited this long per partition; an empty fetch costs only a round trip.
+# Figures: docs/tuning.md#fetch-wait
 FETCH_MAX_WAIT_MS = "1"
-# How many records one poll of the executors' consumers may return (the Java client's default is
-# 500). spark-sql-kafka asks the broker for the partition's earliest and latest offsets after
-# every poll (two ListOffsets round trips, and a seek back), so a backlog's range of N records
-# pays N / this of them; a caught-up batch's ranges (a few hundred records) take one poll either
-# way. The cost: a range that ends in the middle of a poll leaves the rest of it with the
-# consumer's pooled fetched data until the next batch reads on (spark-sql-kafka keeps it), so
-# between backlog batches up to this many records per input partition stay on the heap.
-# Measured warm on 2 cores (a one-off script timing compute_batch over 1M-record batches that
-# follow one another on a 5M-record topic, median of 4 batches, interleaved processes, 3-6
-# processes each), 500 -> 2000: 4 partitions 1.42 -> 1.13 s, 256 partitions 2.13 -> 1.80 s;
-# the JVM's RSS at 256 partitions 1.03 -> 1.30 GB, one process each (1,000: 1.67 s, 1.09 GB;
-# 5,000 was no faster at 256). A wider input than ~500 partitions, or a tight heap: lower it
-# with the --client-config file (max.poll.records=500), which wins over this default. 2,000
-# rather than 1,000: the common narrow input gains most from it; at 256 partitions the two
-# were alike.
+# How many records one poll of the executors' consumers may return (Java default 500): every poll
+# costs spark-sql-kafka two ListOffsets round trips, so a backlog pays N / this; the cost is up to
+# this many records per partition held between batches (wide input or tight heap: set it lower).
+# Figures: docs/tuning.md#max-poll-records
 MAX_POLL_RECORDS = "2000"
 
 
@@ -282,22 +240,18 @@ def compute_batch(spark, bootstrap: str, topic: str, ranges: Sequence[OffsetRang
         shape = batch_shape(rs, parallelism, single_task_max)
         if shape.tasks is not None:
             df = df.coalesce(shape.tasks)
-        # A range no longer than its share cannot hold more malformed lines than the share, so
-        # it needs no numbering: without the window (a sort and a stage of its own) the plan is
-        # smaller. That is every batch of a stage that keeps up, and a process's first (2k):
-        # measured on 2 cores, a cold first job 2.62-2.84 -> 2.54-2.57 s, a warm 3.2k-record
-        # batch 180-189 -> 160-176 ms (median of 30).
+        # A range no longer than its share cannot hold more malformed lines than the share, so it
+        # needs no numbering: without the window (a sort and a stage) the plan is smaller, for
+        # every caught-up batch and a first one. Figures: docs/tuning.md#malformed-window
         numbered = any(r.size > per_part for r in rs)
         frame = batch_frame(df, fmt, per_part if numbered else None, late_before)
         with projections(spark, interpreted=shape.interpreted):
             return frame.collect()
 
     rows = aggregate(ranges)
-    # A partition with more malformed lines than its share is cut just before the first one
-    # beyond it (the rest is the next batch's), and the batch is read again over the final
-    # ranges: its counts are not kept per partition (batch_frame). Only floods of garbage take
-    # this second job; it cannot cut again (a cut partition keeps exactly per_part, the others
-    # had no more).
+    # A partition with more malformed lines than its share is cut just before the first one beyond
+    # it and the batch read again over the final ranges (counts are not kept per partition). Only
+    # floods of garbage take this second job; it cannot cut again (a cut keeps exactly per_part).
     cut = {r["p"]: r["bad_offset"] for r in rows if r["rn"] == per_part + 1
            and r["bad_offset"] is not None}
     final = [OffsetRange(r.partition, r.start, cut.get(r.partition, r.end)) for r in ranges]

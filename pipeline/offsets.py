@@ -8,16 +8,9 @@ from dataclasses import dataclass
 __all__ = ["FIRST_BATCH_RECORDS", "OffsetRange", "batch_cap", "plan_ranges", "resolve_starts"]
 
 # The first batch of a process is small, and each next one 10x larger up to
-# --max-records-per-batch (2k, 20k, 200k, 2M): a process's first Spark job pays a cold cost of about
-# 4 s whatever its size (4.0 s of Spark for 20k records, 5.0 s for 200k, 8.8 s for 2M), so a
-# large first batch delays the first commit after every start and restart. Measured with
-# `python -m logcount.bench.steady_state --runs 2` on a 5M backlog, first commit / total: 2M first
-# 11.8 s /
-# 18.5 s; 200k x4: 7.9 s / 19.2 s; 50k x8: 7.2 s / 19.8 s; 20k x10: 6.9 s / 19.8 s. The last
-# buys a second of first commit (and of recovery) for 0.6 s on 5M lines (one more batch).
-# Since a small batch runs as one task (pipeline/job.py), 2k instead of 20k: first batch 3.1 ->
-# 2.9 s of Spark, first commit 5.46/5.72 -> 5.29/5.38 s, all 2M committed 12.7/12.4 -> 12.6/12.5 s
-# (`python -m logcount.bench.steady_state --topic T --lines 2000000 --runs 2`).
+# --max-records-per-batch (2k, 20k, 200k, 2M): a first Spark job pays ~4 s cold whatever its size,
+# so a large first batch only delays the first commit after every start and restart.
+# Figures: docs/tuning.md#first-batch
 FIRST_BATCH_RECORDS = 2_000
 BATCH_GROWTH = 10
 

@@ -40,11 +40,9 @@ SQL_CONF = {
     # A timestamp without a zone is read as UTC and converted explicitly (--timezone, with
     # to_utc_timestamp): the session's own zone must never move a minute.
     "spark.sql.session.timeZone": "UTC",
-    # upper() of the level (compared case-insensitively) through the JVM's case mapping, not
-    # ICU's: ICU's first use in a JVM costs ~0.9 s (its case data and break iterators load),
-    # which every start paid in its first batch as soon as one line left the seed fast path;
-    # warm, it costs more per call too. Levels are ASCII words in practice; for other letters
-    # the JVM's and ICU's upper-casing agree outside a few locale-specific rules.
+    # upper() of the level through the JVM's case mapping, not ICU's: ICU's first use in a JVM
+    # loads its data for about a second, paid by every start's first batch. Levels are ASCII words;
+    # the two agree outside a few locale rules. Figures: docs/tuning.md#icu-case-mapping
     "spark.sql.icu.caseMappings.enabled": "false",
     # What a batch shuffles is already aggregated (minutes x partitions, plus the bounded
     # malformed refs): one reduce task holds it, and each extra task is per-batch overhead.
@@ -53,14 +51,9 @@ SQL_CONF = {
     # shape never changes and its shuffles are tiny, so it only adds latency to every batch
     # (0.5 s -> 0.3 s for a small batch on 2 cores, measured with bench's latency run).
     "spark.sql.adaptive.enabled": "false",
-    # Spark's batch reads from Kafka through DataSource V2 (KafkaBatch), not the V1 relation
-    # that Spark's default list still names: V1's KafkaRelation.buildScan turns every record
-    # into an external Row and back (a generated SafeProjection per Kafka partition and task,
-    # a java.sql.Timestamp and two copies per record), cleans closures with ASM and asks the
-    # brokers for metadata while the plan is made; V2 reads into UnsafeRows and asks the
-    # brokers when the job starts. Measured on 2 cores: a warm 3k-record cycle at 20,000
-    # lines/s 154-158 -> 137-139 ms (p50; p90 172-185 -> 156-161), a warm 2M-record batch
-    # 2.46 -> 2.24-2.34 s. The counts, malformed refs and errors are the same.
+    # Kafka through DataSource V2 (KafkaBatch), not the V1 relation Spark's default list names:
+    # V1 turns every record into an external Row and back and asks the brokers while planning; V2
+    # reads into UnsafeRows. Same counts, refs and errors. Figures: docs/tuning.md#kafka-v2-source
     V1_SOURCES_KEY: without_kafka(V1_SOURCES_DEFAULT),
 }
 KAFKA_PACKAGE = "org.apache.spark:spark-sql-kafka-0-10_2.13"
@@ -68,13 +61,9 @@ KAFKA_PACKAGE = "org.apache.spark:spark-sql-kafka-0-10_2.13"
 # (spark_session; under spark-submit pass it with --conf, see docs/deploy.md).
 KAFKA_CONSUMER_CACHE = 1024
 
-# Spark's status store (its record of jobs, stages, tasks and SQL executions) is kept even with
-# the UI off; a stage runs ~860,000 jobs a day and never reads it. Spark's defaults keep the last
-# 1,000 jobs, stages and executions and 100,000 tasks (with their metrics: tens of MB, reached
-# after ~1,000 batches and then held), so a soak's first 20 minutes grew toward that plateau
-# (logcount/bench/soak.py's class histogram: StageData, TaskDataWrapper, SQLPlanMetric). A few of
-# each
-# are enough for a heap dump's reader; the bound is hit within a minute and stays flat.
+# Spark's status store keeps jobs, stages, tasks and SQL executions even with the UI off, and a
+# stage runs ~860,000 jobs a day that never read it: Spark's bounds grew the heap for ~1,000
+# batches. A few of each serve a heap dump's reader. Figures: docs/tuning.md#status-store
 STATUS_STORE_BOUNDS = {
     "spark.ui.retainedJobs": "50",
     "spark.ui.retainedStages": "50",
@@ -82,43 +71,18 @@ STATUS_STORE_BOUNDS = {
     "spark.sql.ui.retainedExecutions": "50",
 }
 
-# Our own driver JVM's collector and JIT (in local mode the executors' tasks run in it too).
-# - Parallel GC: the batch allocates short-lived rows fast and never needs short pauses (the
-#   driver serves no requests), so the throughput collector beats G1's concurrent threads,
-#   which compete with the tasks for the 2 cores.
-# - C2 compiles a method only at 10x HotSpot's default invocation counts: a cold first batch
-#   otherwise spends a core compiling Spark's planner with C2 for one job's sake; C1 code runs
-#   that well enough, and the per-row code of steady batches is hot enough to reach C2 anyway.
-# Measured with `python -m logcount.bench.steady_state --topic T --lines 2000000 --runs 2` (2
-# cores):
-# first commit 6.9 -> 5.7-5.9 s, all 2M committed 12.5-13.1 -> 11.0-11.2 s. C1 alone
-# (-XX:TieredStopAtLevel=1) commits first at 4.7-5.0 s but its steady batches are ~25% slower;
-# 30x the counts, or later C1 too, were slower than 10x.
-# - Metaspace may grow to 256 MB before it triggers a collection: a start loads ~15,000 classes
-#   (~50 MB of metadata), and at HotSpot's default threshold (~21 MB) every start paid a young
-#   and a FULL collection in the middle of its first job (24 + 100 ms, -Xlog:gc). JVM uptime at
-#   the first job's end, 3 starts each: 4.50-4.74 s -> 4.35-4.69 s. The cost: classes that
-#   could be unloaded (generated code Spark's cache dropped) may now stay until the next full
-#   collection or 256 MB of metadata; the bench's 10 x N run peaked at 1.36 GB of JVM RSS
-#   (1.32 GB in the run before it).
-# - A fixed young generation (192 MB): the parallel collector's
-#   adaptive sizing grew eden toward a third of -Xmx (spark.driver.memory, 2 GB) for ~10 minutes
-#   of a steady stage, whose live heap after a full collection stays ~80 MB: the 24-minute soak
-#   (logcount/bench/soak.py, 19,286 batches) saw heap committed 868 -> 895 MB and JVM RSS 1,318 ->
-#   1,358 MB, then flat. With it, a 5-minute soak's JVM RSS was ~850 MB instead of ~1,330,
-#   and a 3M-line backlog ran at the same pace (steady 274-306k lines/s without, 279-296k with,
-#   interleaved on a busy machine). Old generation room is unchanged (up to -Xmx).
+# Our own driver JVM's collector and JIT (in local mode the executors' tasks run in it too):
+# Parallel GC (throughput, no threads competing with tasks), C2 at 10x the invocation counts (a
+# cold start compiles less), 256 MB metaspace (no full GC in the first job), fixed 192 MB young
+# generation (eden no longer grows toward -Xmx). Figures: docs/tuning.md#driver-jvm
 DRIVER_JVM_OPTIONS = (
     "-XX:+UseParallelGC -XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000 "
     "-XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000 -XX:MetaspaceSize=256m "
     "-Xmn192m"
 )
-# The heap starts at 512 MB committed (-Xms; the whole heap when spark.driver.memory is less, as
-# -Xms above -Xmx stops the JVM). Without it the parallel collector's sizing still grew the old
-# generation's committed size for the first ~15 minutes of a steady stage (a soak with
-# --nmt: NMT "Java Heap" 482 -> 513 MB over 8 minutes, +209 MB/h, while the live heap stayed
-# ~80 MB); a 22-minute soak with -Xms512m held it flat at 508 MB. Backlog batches may still grow
-# it up to -Xmx.
+# The heap starts at 512 MB committed (-Xms; the whole heap when spark.driver.memory is less):
+# without it the parallel collector kept growing the old generation for the first ~15 minutes of
+# a steady stage while the live heap stayed ~80 MB. Figures: docs/tuning.md#heap-floor
 HEAP_FLOOR_MB = 512
 DEFAULT_DRIVER_MEMORY = "2g"
 # spark.driver.memory's units (Spark's JavaUtils.byteStringAsBytes; a bare number is MiB there)
@@ -171,10 +135,9 @@ def spark_session(master: str, app_name: str = "logcount", java_options: str | N
         .config("spark.ui.enabled", "false")
         .config("spark.driver.memory", driver_memory())
         .config("spark.ui.showConsoleProgress", "false")
-        # The executors keep one Kafka consumer per input partition (its own connection),
-        # 64 by default: a wider input evicted and re-created consumers in every batch. Measured
-        # on 2 cores, 5M lines over 256 partitions (`run --once`): 182k -> 237k lines/s, a
-        # 20k-record batch 1.95 -> 1.10 s. Idle ones still close after 5 minutes.
+        # The executors keep one Kafka consumer per input partition, 64 by default: a wider
+        # input evicted and re-created consumers in every batch. Idle ones still close after
+        # 5 minutes. Figures: docs/tuning.md#consumer-cache
         .config("spark.kafka.consumer.cache.capacity", str(KAFKA_CONSUMER_CACHE))
     )
     for key, value in STATUS_STORE_BOUNDS.items():

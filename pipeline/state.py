@@ -56,10 +56,9 @@ FORMAT = 1
 STATE_SUFFIX = "-state"
 PROGRESS_KEY = b"progress"
 CLAIM_KEY = b"claim"
-# Timestamps carry no zone, so a line may be up to a day "ahead" of the UTC wall clock and still
-# be honest. A minute beyond now + this never advances the watermark, and no minute moves it
-# past the wall clock: one bogus future timestamp (year 2099, or tomorrow) cannot make every
-# other line late.
+# Timestamps carry no zone, so a line may honestly be up to a day ahead of the UTC wall clock. A
+# minute beyond now + this never advances the watermark, nor does any minute move it past the wall
+# clock: one bogus future timestamp (year 2099, or tomorrow) cannot make every other line late.
 FUTURE_SLACK_MINUTES = 24 * 60
 
 

@@ -33,10 +33,9 @@ from logcount.pipeline.state import (
 )
 from logcount.pipeline.totals import Totals, minute_text
 
-# Why re-read before predicting anything but a resume: beside a running stage, a transaction's
-# markers reach the state topic and the group's offsets one after the other, so one read in
-# thousands can see a batch in one and not yet in the other, which looks like a reset. A real
-# drift reads the same every time; a torn read does not survive a second look 0.5 s later.
+# Why re-read before predicting anything but a resume: a transaction's markers reach the state
+# topic and the group's offsets one after the other, so a rare read sees a batch in one only,
+# which looks like a reset. A real drift reads the same again 0.5 s later; a torn read does not.
 REREADS = 2
 REREAD_PAUSE_S = 0.5
 

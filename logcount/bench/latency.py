@@ -49,10 +49,9 @@ class ProbeReader(threading.Thread):
         self.c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
 
     def run(self) -> None:
-        # poll(), not consume(num_messages=...): librdkafka's batch consume returns only when the
-        # batch is full or its timeout passes, so a committed probe sat up to that timeout in
-        # the reader and every latency included up to 50 ms of the instrument's own wait.
-        # poll() hands over each record as soon as the client has it.
+        # poll(), not consume(num_messages=...): librdkafka's batch consume returns only when
+        # the batch is full or its timeout passes, so every latency included up to 50 ms of the
+        # instrument's own wait; poll() hands over each record as soon as the client has it.
         while not self.stop.is_set():
             m = self.c.poll(0.05)
             if m is not None and m.error() is None and m.key():

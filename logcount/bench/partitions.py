@@ -1,11 +1,12 @@
 """The partitions axis alone: `python -m logcount.bench.partitions [--lines N] [--repeats R] [--out
 DIR]`.
 
-The same part of `logcount bench` (issue #30), without the other contenders: N synthetic lines on
-topics of 4, 64 and 256 partitions, `logcount run --once` on each (steady state, slowest
-commit), then the stage's latency run at 20,000 lines/s (trigger 0.5 s) on each, one after the
-other, and issue 30's three goals judged on them. A quick before/after tool for a change to the
-batch (~8 minutes at the default N on 2 cores, a round); `logcount bench` is the full run.
+The same part of `logcount bench` (input shaped like production log topics), without the other
+contenders: N synthetic lines on topics of 4, 64 and 256 partitions, `logcount run --once` on each
+(steady state, slowest commit), then the stage's latency run at 20,000 lines/s (trigger 0.5 s) on
+each, one after the other, and the three goals of the partitions axis judged on them. A quick
+before/after tool for a change to the batch (~8 minutes at the default N on 2 cores, a round);
+`logcount bench` is the full run.
 With R rounds, each width's figures are the median of its rounds (report.combine_throughput and
 combine_runs). Writes DIR/partitions.json and prints the table.
 """

@@ -11,7 +11,7 @@ records) at a moment the contender has a result to show:
 
 Cold start = the first checkpoint's seconds. Steady state = the records after the first
 checkpoint / the time between the first and the last, so the first batch (JIT, connections,
-plans) drops out, as issue 15 asks.
+plans) drops out: cold start and steady state are judged apart.
 """
 
 from __future__ import annotations

@@ -12,14 +12,16 @@ from pathlib import Path
 CONTENDERS = ("raw_jvm_consumer", "raw_python_consumer", "spark_structured_streaming",
               "quixstreams_eos", "kafka_streams_eos", "logcount_eos", "logcount_alos")
 
-# (other, logcount_eos's steady state / the other's at least): issue 15's goals (raw JVM, alos),
-# issue 5's that still stand (Structured Streaming, Quix Streams) and issue 29's (Kafka Streams)
+# (other, logcount_eos's steady state / the other's at least): the goals against the raw JVM
+# consumer and at-least-once, the first goals that still stand (Structured Streaming, Quix
+# Streams) and the goal against Kafka Streams
 RATIO_GOALS = (("raw_jvm_consumer", 0.5), ("spark_structured_streaming", 1.0),
                ("quixstreams_eos", 5.0), ("kafka_streams_eos", 1.5), ("logcount_alos", 0.97))
-# Each log shape's steady state against the seed format's (logcount_eos), at least (issue 26).
+# Each log shape's steady state against the seed format's (logcount_eos), at least: other log
+# formats may cost, but not more than half the seed format's pace.
 FORMAT_RATIO_GOAL = 0.5
 FIRST_COMMIT_GOAL_S = 5.0
-# Issue 29's goals against Kafka Streams, from the latency runs at the latency rate (20,000
+# The goals against Kafka Streams, from the latency runs at the latency rate (20,000
 # lines/s by default) and at a tenth of it: CPU per line at most this x Kafka Streams' (with a
 # p99 no higher than its), peak RSS of the stage's Python driver + JVM, and a cold start.
 PEER = "kafka_streams_eos"
@@ -29,7 +31,8 @@ COLD_START_GOAL_S = 3.0
 P99_GOAL_MS = 300
 RECOVERY_GOAL_S = 5.0
 RSS_GOAL = 1.1
-# Issue #30's goals for the widest input of the partitions axis against 4 partitions.
+# The goals for the widest input of the partitions axis (shaped like a production log topic)
+# against 4 partitions.
 WIDE_THROUGHPUT_GOAL = 0.8
 WIDE_COMMIT_P99_GOAL_MS = 250
 WIDE_LATENCY_GOAL = 1.25
@@ -40,9 +43,9 @@ def assemble(runs: dict[str, dict], latency: dict[str, dict], recovery: dict, li
              formats: dict[str, str] | None = None,
              partitions: dict[str, dict] | None = None,
              latency_runs: list[dict] | None = None) -> dict:
-    """results.json: the keys issue 5 names first, then everything behind them. `latency` is the
-    stage's latency runs at the latency rate by trigger; `latency_runs` every contender's at
-    every rate, with CPU and RSS (logcount/bench/runner.py Bench.measure)."""
+    """results.json: the keys of the project's first goals first, then everything behind them.
+    `latency` is the stage's latency runs at the latency rate by trigger; `latency_runs` every
+    contender's at every rate, with CPU and RSS (logcount/bench/runner.py Bench.measure)."""
     tp = {k: runs[k]["lines_per_s"] for k in CONTENDERS}
     half = latency.get("0.5", {})
     results = {
@@ -180,7 +183,7 @@ def judged(runs) -> list[dict]:
 
 
 def _peer_goals(runs: list[dict]) -> list[dict]:
-    """Issue 29's goals from the latency runs, logcount_eos against Kafka Streams at the highest
+    """The goals against Kafka Streams from the latency runs, logcount_eos against it at the highest
     rate run and at the lowest; not met where a run is missing. The trigger and the pacing are
     the user's choice, so at the high rate the stage is judged on its cheapest run whose p99 is
     no higher than Kafka Streams' (or, when none is, on its lowest p99), and at the low rate on
@@ -309,8 +312,8 @@ def _n(x) -> str:
 
 
 def latency_rows(r: dict) -> list[tuple[str, dict]]:
-    """(row name, run) for every latency run; a results.json from before issue 29 has only the
-    stage's by trigger."""
+    """(row name, run) for every latency run; a results.json from before the runs against Kafka
+    Streams has only the stage's by trigger."""
     runs = r.get("latency_runs") or [
         {"contender": "logcount_eos", **x} for x in r["latency_ms"]["by_trigger"].values()]
     return [(x["contender"] + (f", {run_setting(x)}" if run_setting(x) else ""), x)

@@ -41,21 +41,20 @@ from logcount.formats.shapes import RUN_FLAGS, expected_from_records, synthetic_
 log = logging.getLogger("logcount.bench")
 
 QUIX_VERSION = "3.28.1"  # its own venv: it pins confluent-kafka < 2.13, logcount needs >= 2.16
-# The partitions axis (issue #30): input topics shaped like production log topics. The
-# 4-partition figures are the main run's (logcount_eos, latency at trigger 0.5 s).
+# The partitions axis: input topics shaped like production log topics. The 4-partition figures
+# are the main run's (logcount_eos, latency at trigger 0.5 s).
 PARTITION_AXIS = (4, 64, 256)
 # Generous ceilings: a contender that hangs fails the bench with its last output, never stalls it.
 RUN_TIMEOUT_S = 3600
 # kafka_streams_eos (logcount/bench/streams/): one Java file, compiled at bench time against the
-# jars
-# scripts/setup.sh fetched (jvm/kafka-streams/pom.xml).
+# jars scripts/setup.sh fetched (jvm/kafka-streams/pom.xml).
 STREAMS_SOURCE = Path(__file__).with_name("streams") / "LogCountStreams.java"
 # The latency runs' second rate: the main rate (--latency-rate, 20,000 by default) / this, the
 # pace of a real service, where a contender's fixed costs show.
 LOW_RATE_DIVISOR = 10
-# The paced latency runs' --min-batch-interval (issue 29): a quarter second halves the stage's CPU
-# at 20,000 lines/s for ~100 ms more latency (0.5 s cut it to a third for ~250 ms more p50):
-# scratch runs of Bench.latency, 45 s each, in the note of issue 29.
+# The paced latency runs' --min-batch-interval (CPU against Kafka Streams): a quarter second
+# halves the stage's CPU at 20,000 lines/s for ~100 ms more latency.
+# Figures: docs/tuning.md#paced-interval
 PACED_INTERVAL_S = 0.25
 
 
@@ -125,10 +124,9 @@ class Bench:
             self.check(c, c.wait(RUN_TIMEOUT_S))
             return c
 
-        # Two runs, because the tool prints either its total (start.time, end.time, MB, MB.sec,
-        # nMsg, ...: its own timing, JVM start excluded) or, with --show-detailed-stats, a row per
-        # interval and no total. The total gives the processing figure; the rows (100 ms apart)
-        # give cold start and steady state. Both read the same topic from the page cache.
+        # Two runs: the tool prints either its total (its own timing, JVM start excluded: the
+        # processing figure) or, with --show-detailed-stats, a row per 100 ms and no total (cold
+        # start and steady state). Both read the same topic from the page cache.
         c = perf("raw_jvm_consumer", "jvm")
         row = next(s for _, s in reversed(c.lines) if re.match(r"\d{4}-\d\d-\d\d ", s))
         cols = [x.strip() for x in row.split(",")]
@@ -364,7 +362,8 @@ class Bench:
 
 
 # The shapes the bench runs beside the seed format: the widened default rule, a regex, a JSON
-# envelope and structured JSON (issue 26's four kinds); logcount/formats/shapes.py has them all.
+# envelope and structured JSON (the four kinds of log line the formats cover); all of them are in
+# logcount/formats/shapes.py.
 BENCH_SHAPES = ("kafka", "log4j2", "filebeat", "logstash")
 
 
@@ -532,15 +531,15 @@ def run_bench(s: BenchSettings) -> int:
             data.write_topic(b.bootstrap, b.name(f"in-p{p}"), lines, p)
             b.logcount(f"logcount_eos_p{p}", b.name(f"in-p{p}"))
             progress.advance(n * 2)
-        # The stage at trigger 0.5 s and Kafka Streams at the latency rate, the runs issue 29's
-        # goals judge, --latency-repeats times each, interleaved so that a slow minute of the
-        # machine falls on both; each setting's row is their median (report.combine_runs).
+        # The stage at trigger 0.5 s and Kafka Streams at the latency rate (the runs the goals
+        # against Kafka Streams judge), --latency-repeats times each, interleaved so that a slow
+        # minute of the machine falls on both; each row is their median (report.combine_runs).
         pairs = [(b.latency(0.5, lines, repeat=i),
                   b.latency_streams(lines, s.latency_rate, repeat=i))
                  for i in range(s.latency_repeats)]
         half, streams = (report.combine_runs([pair[i] for pair in pairs]) for i in (0, 1))
         lat = {"0.5": half, "1.0": b.latency(1.0, lines)}
-        # CPU and memory beside Kafka Streams (issue 29): at the latency rate and at a tenth.
+        # CPU and memory beside Kafka Streams: at the latency rate and at a tenth.
         lat_runs = [*lat.values(), b.latency(0.5, lines, pacing=PACED_INTERVAL_S),
                     streams, b.latency(0.5, lines, rate=low),
                     b.latency(0.5, lines, rate=low, pacing=PACED_INTERVAL_S),

@@ -29,10 +29,9 @@ from logcount.formats.spec import EPOCH_MINUTE, MINUTE_END, FormatError, LineFor
 
 __all__ = ["line_frame", "check_regex", "HEAD_BYTES"]
 
-# The seed fast path: `YYYY-MM-DD HH:MM:SS LEVEL ` in the first HEAD_BYTES. A seed line is read
-# by fixed positions and digit arithmetic (no timestamp parsing, no string building): that is
-# what keeps the seed format as fast as before. Every other line takes the general path. Java
-# regex: \d is ASCII-only without UNICODE_CHARACTER_CLASS.
+# The seed fast path: `YYYY-MM-DD HH:MM:SS LEVEL ` in the first HEAD_BYTES, read by fixed positions
+# and digit arithmetic (no timestamp parsing, no string building) so the seed format stays as fast
+# as before; other lines take the general path. Java regex: \d is ASCII-only by default.
 _HEAD_RE = r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} [A-Za-z]+ "
 HEAD_BYTES = 64
 # Java's \z is the very end ($ would also match before a final line terminator).
@@ -52,10 +51,10 @@ def line_frame(df, fmt: LineFormat):
     return df
 
 
-# Every Column is a py4j round trip to build, and a format's plan has a hundred or more: built
-# per batch they cost a small batch more than its job. They are unresolved expressions, valid for
-# any DataFrame of the session's JVM, so each (JVM, format) builds them once. Keyed by the
-# SparkContext: a new session never gets another's columns.
+# Every Column is a py4j round trip to build; built per batch, a format's hundred or more cost a
+# small batch more than its job. Unresolved, they are built once per (JVM, format), keyed by the
+# SparkContext so a new session never gets another's columns.
+# Figures: docs/tuning.md#plan-columns
 @functools.lru_cache(maxsize=16)
 def _stages(context, fmt: LineFormat) -> tuple[tuple, ...]:
     """The selects, in order, that take Kafka rows to line_frame's columns."""

@@ -9,9 +9,8 @@ A format says how to get a record's time and level:
 `--level` is the comma-separated list of levels counted. All of it is the state's identity
 (`identity()`): totals counted under one format must never be continued under another.
 
-The pure twin of the rule is logcount/formats/rule.py, the Spark plan logcount/formats/spark.py; a
-property test
-holds the two together line by line.
+The pure twin of the rule is logcount/formats/rule.py, the Spark plan logcount/formats/spark.py;
+tests/integration/test_spark_rule.py holds the two together line by line.
 """
 
 from __future__ import annotations
@@ -96,10 +95,9 @@ def java_regex_groups(regex: str) -> set[str]:
 
 # --- --time-pattern: the subset of Spark's datetime patterns that both sides read alike -------
 
-# Spark pattern letters this project reads, and what each run of them matches in the pure twin:
-# yy is two digits (2000-2099), yyyy four, MM/dd/HH/mm/ss two, M/d/H/h/m/s any number, S..S one to
-# that many fraction digits, MMM an English month abbreviation, a AM/PM, XXX/XX/X and Z zone
-# offsets; text in any case.
+# Spark pattern letters read here, and what each run matches in the pure twin: yy two digits
+# (2000-2099), yyyy four, MM/dd/HH/mm/ss two, M/d/H/h/m/s any number, S..S up to that many fraction
+# digits, MMM an English month abbreviation, a AM/PM, XXX/XX/X and Z zone offsets; any case.
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
