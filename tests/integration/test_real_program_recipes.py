@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -139,9 +140,9 @@ def _check(endpoints, names, lines, path, flags, read, levels: set[str], env=Non
 
 # MariaDB's error log, `YYYY-MM-DD HH:MM:SS THREAD [Level] message`, the hour padded with a space
 # before 10:00 (`%2d`): the optional `[ ]` of the pattern takes that space.
-MARIADB_FLAGS = ["--line-regex",
-                 r"(?<time>\d{4}-\d{2}-\d{2} [ \d]\d:\d{2}:\d{2}) \d+ \[(?<level>[A-Za-z]+)\] ",
-                 "--time-pattern", "yyyy-MM-dd [ ]H:mm:ss"]
+MARIADB_RUN = ["--line-regex",
+               r"(?<time>\d{4}-\d{2}-\d{2} [ \d]\d:\d{2}:\d{2}) \d+ \[(?<level>[A-Za-z]+)\] ",
+               "--time-pattern", "yyyy-MM-dd [ ]H:mm:ss", "--level", "ERROR,Warning"]
 
 
 def _read_mariadb(offset: timedelta) -> Callable[[str], Reading]:
@@ -181,7 +182,7 @@ def test_mariadb_error_log(endpoints, names, tmp_path):
         _stop(proc)
     lines = _lines(log.read_bytes())
     seen = _check(endpoints, names, lines, tmp_path / "mariadb.txt",
-                  [*MARIADB_FLAGS, "--timezone", zone, "--level", "ERROR,Warning"],
+                  [*MARIADB_RUN, "--timezone", zone],
                   _read_mariadb(timedelta(hours=hours)), {"ERROR", "WARNING"})
     assert seen["ERROR"] >= 2 and seen["WARNING"] >= 3 and seen["NOTE"], seen
     assert any(b"Access denied" in line for line in lines)
@@ -208,7 +209,8 @@ MYSQL8_DOCUMENTED_FORMAT = [
     b"2026-11-26T03:36:02.412530Z 0 [System] [MY-010910] [Server] /usr/sbin/mysqld: Shutdown"
     b" complete (mysqld 8.4.3)  MySQL Community Server - GPL.",
 ]
-MYSQL8_FLAGS = ["--line-regex", r"(?<time>\S+) \d+ \[(?<level>[A-Za-z]+)\] "]
+MYSQL8_RUN = ["--line-regex", r"(?<time>\S+) \d+ \[(?<level>[A-Za-z]+)\] ",
+              "--level", "ERROR,Warning"]
 
 
 def _read_mysql8(text: str) -> Reading:
@@ -221,7 +223,7 @@ def _read_mysql8(text: str) -> Reading:
 def test_mysql8_error_log_as_documented(endpoints, names, tmp_path):
     lines = MYSQL8_DOCUMENTED_FORMAT
     seen = _check(endpoints, names, lines, tmp_path / "mysql8.txt",
-                  [*MYSQL8_FLAGS, "--level", "ERROR,Warning"], _read_mysql8,
+                  MYSQL8_RUN, _read_mysql8,
                   {"ERROR", "WARNING"})
     assert seen == {"SYSTEM": 3, "WARNING": 2, "NOTE": 2, "ERROR": 2}
 
@@ -230,7 +232,8 @@ def test_mysql8_error_log_as_documented(endpoints, names, tmp_path):
 
 # go-kit's logfmt (Prometheus 2: `ts=... caller=... level=info`) and slog's (Prometheus 3:
 # `time=... level=INFO source=...`): the time key, at most one key=value, then the level.
-LOGFMT_FLAGS = ["--line-regex", r"(?:ts|time)=(?<time>\S+) (?:\S+ )?level=(?<level>[A-Za-z]+)"]
+LOGFMT_RUN = ["--line-regex", r"(?:ts|time)=(?<time>\S+) (?:\S+ )?level=(?<level>[A-Za-z]+)",
+              "--level", "error,warn"]
 
 
 def _read_logfmt(text: str) -> Reading:
@@ -262,13 +265,13 @@ def test_prometheus_logfmt(endpoints, names, tmp_path):
                      what="the failed reload")
         _stop(proc)
     seen = _check(endpoints, names, _lines(log.read_bytes()), tmp_path / "prometheus.txt",
-                  [*LOGFMT_FLAGS, "--level", "error,warn"], _read_logfmt, {"ERROR", "WARN"})
+                  LOGFMT_RUN, _read_logfmt, {"ERROR", "WARN"})
     assert seen["ERROR"] >= 2 and seen["WARN"] and seen["INFO"] and seen["DEBUG"], seen
 
 
 # --- zerolog JSON: toxiproxy ---------------------------------------------------------------------
 
-ZEROLOG_FLAGS = ["--json-time-field", "time", "--json-level-field", "level"]
+ZEROLOG_RUN = ["--json-time-field", "time", "--json-level-field", "level", "--level", "error,warn"]
 
 
 def _read_zerolog(text: str) -> Reading:
@@ -307,7 +310,7 @@ def test_toxiproxy_zerolog(endpoints, names, tmp_path):
         wait_for(lambda: log.read_bytes().count(b'"level":"error"') >= 3, 30,
                  what="the refused upstreams")
     seen = _check(endpoints, names, _lines(log.read_bytes()), tmp_path / "toxiproxy.txt",
-                  [*ZEROLOG_FLAGS, "--level", "error,warn"], _read_zerolog, {"ERROR", "WARN"})
+                  ZEROLOG_RUN, _read_zerolog, {"ERROR", "WARN"})
     assert seen["ERROR"] >= 3 and seen["WARN"] and seen["INFO"] and seen["DEBUG"], seen
 
 
@@ -315,9 +318,8 @@ def test_toxiproxy_zerolog(endpoints, names, tmp_path):
 
 # The status' first digit is the level (--level 5: the 5xx per minute). http.server also writes
 # `code 404, message ...` before an error's access line: the level `code`, never counted.
-CLF_FLAGS = ["--line-regex",
-             r'\S+ \S+ \S+ \[(?<time>[^\]]+)\] (?:".*" )?(?<level>\d|code)',
-             "--time-pattern", "dd/MMM/yyyy HH:mm:ss"]
+CLF_RUN = ["--line-regex", r'\S+ \S+ \S+ \[(?<time>[^\]]+)\] (?:".*" )?(?<level>\d|code)',
+           "--time-pattern", "dd/MMM/yyyy HH:mm:ss", "--level", "5"]
 
 
 def _read_clf(text: str) -> Reading:
@@ -352,15 +354,15 @@ def test_http_server_access_log(endpoints, names, tmp_path):
                     pass
         _stop(proc)
     seen = _check(endpoints, names, _lines(log.read_bytes()), tmp_path / "http.txt",
-                  [*CLF_FLAGS, "--level", "5"], _read_clf, {"5"})
+                  CLF_RUN, _read_clf, {"5"})
     assert seen == {"2": 2, "4": 4, "5": 3, "CODE": 7}, seen
 
 
 # --- the Kafka broker's and Spark's own logs -----------------------------------------------------
 
-SPARK_FLAGS = ["--line-regex",
-               r"(?<time>\d{2}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}) (?<level>[A-Za-z]+) ",
-               "--time-pattern", "yy/MM/dd HH:mm:ss"]
+KAFKA_RUN = ["--level", "WARN,ERROR"]  # the default rule
+SPARK_RUN = ["--line-regex", r"(?<time>\d{2}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}) (?<level>[A-Za-z]+) ",
+             "--time-pattern", "yy/MM/dd HH:mm:ss", "--level", "WARN,ERROR"]
 
 
 def _read_kafka(text: str) -> Reading:
@@ -409,11 +411,26 @@ def test_kafka_broker_and_spark_driver_logs(endpoints, names, tmp_path):
     logs = tmp_path / "logs"
     env = {"LOGCOUNT_LOG_DIR": str(logs),
            "SPARK_LOCAL_DIRS": f"/proc/logcount-no-such-dir,{tmp_path / 'spark-local'}"}
-    seen = _check(endpoints, names, lines, tmp_path / "kafka.txt", ["--level", "WARN,ERROR"],
+    seen = _check(endpoints, names, lines, tmp_path / "kafka.txt", KAFKA_RUN,
                   _read_kafka, {"WARN", "ERROR"}, env=env)
     assert seen["ERROR"] >= 2 and seen["WARN"] and seen["INFO"], seen
 
     spark = _lines((logs / "logcount-run.log").read_bytes())
     seen = _check(endpoints, Names(names.prefix + "-spark"), spark, tmp_path / "spark.txt",
-                  [*SPARK_FLAGS, "--level", "WARN,ERROR"], _read_spark, {"WARN", "ERROR"})
+                  SPARK_RUN, _read_spark, {"WARN", "ERROR"})
     assert seen["ERROR"] and seen["WARN"], seen
+
+
+def test_the_readme_shows_each_recipe_verbatim():
+    """README's "Recipes proven on real programs" shows these tests' flags, in their order
+    (its --timezone is an example: the server's zone)."""
+    readme = (home() / "README.md").read_text()
+    section = readme.split("\n### Recipes proven on real programs\n", 1)[1].split("\n## ", 1)[0]
+    shown = []
+    for cmd in re.findall(r"```sh\n(logcount run[^\n]*)\n```", section):
+        args = shlex.split(cmd)[2:]
+        if "--timezone" in args:
+            del args[args.index("--timezone"):args.index("--timezone") + 2]
+        shown.append(args)
+    assert shown == [MARIADB_RUN, MYSQL8_RUN, LOGFMT_RUN, ZEROLOG_RUN, CLF_RUN, KAFKA_RUN,
+                     SPARK_RUN]
