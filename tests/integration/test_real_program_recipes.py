@@ -38,8 +38,8 @@ from tests.helpers import cli, last_totals, read_all, stage_args, wait_for
 
 pytestmark = pytest.mark.integration
 
-# A line as the test reads it: (its UTC minute, its level), or None when the recipe must send
-# it to the DLQ.
+# A line as the test reads it: (its time, zone included; its level), or None when the recipe must
+# send it to the DLQ.
 Reading = tuple[datetime, str] | None
 
 
@@ -73,6 +73,14 @@ def _running(cmd: list[str], env: dict | None = None, **streams) -> Iterator[sub
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=5):
+            return True
+    except OSError:
+        return False
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -175,7 +183,8 @@ def test_mariadb_error_log(endpoints, names, tmp_path):
     # POSIX TZ counts hours west of UTC; the <name> is what the zone is called.
     with _running(cmd, env={"TZ": f"<{zone.replace(':', '')}>{-hours}"},
                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:
-        wait_for(lambda: sock.exists(), 60, what="mariadbd's socket")
+        wait_for(lambda: log.exists() and b"ready for connections" in log.read_bytes(), 60,
+                 what="mariadbd ready")
         for user_name, password in (("ghost", "x"), ("root", "wrong"), ("ghost", "")):
             with pytest.raises(pymysql.err.OperationalError, match="Access denied"):
                 pymysql.connect(unix_socket=str(sock), user=user_name, password=password)
@@ -245,13 +254,12 @@ def _read_logfmt(text: str) -> Reading:
 
 
 def test_prometheus_logfmt(endpoints, names, tmp_path):
-    """Prometheus with a scrape target nobody listens on, an alertmanager likewise, a config
-    reload that fails twice (level=error) and SIGTERM (level=warn), at --log.level=debug."""
+    """Prometheus with a scrape target nobody listens on (debug), a config reload that fails
+    twice (level=error) and SIGTERM (level=warn), at --log.level=debug."""
     prometheus = _tool("prometheus")
     config = tmp_path / "prometheus.yml"
     config.write_text(
         "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
-        "alerting: {alertmanagers: [{static_configs: [{targets: ['127.0.0.1:9']}]}]}\n"
         "scrape_configs: [{job_name: gone, static_configs: [{targets: ['127.0.0.1:9']}]}]\n")
     log = tmp_path / "prometheus.log"
     cmd = [prometheus, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
@@ -297,7 +305,7 @@ def test_toxiproxy_zerolog(endpoints, names, tmp_path):
             except urllib.error.HTTPError as exc:
                 return exc.code
 
-        wait_for(lambda: b"Starting HTTP server" in log.read_bytes(), 30, what="toxiproxy")
+        wait_for(lambda: _answers(f"http://127.0.0.1:{api}/version"), 30, what="toxiproxy")
         proxy = {"name": "dead", "listen": f"127.0.0.1:{listen}", "upstream": "127.0.0.1:9"}
         assert call("POST", "/proxies", json.dumps(proxy).encode()) == 201
         assert call("POST", "/proxies", b"not json") == 400
@@ -343,10 +351,11 @@ def test_http_server_access_log(endpoints, names, tmp_path):
     requests = [b"GET / HTTP/1.1", b"GET /index.html HTTP/1.1", b"GET /nope HTTP/1.1",
                 b"POST / HTTP/1.1", b"DELETE /index.html HTTP/1.1", b"GET / HTTP/9.9",
                 b"GARBAGE", b'GET /a"b HTTP/1.1', b"GET /missing HTTP/1.0"]
-    with open(log, "wb") as err, _running(cmd, env={"TZ": "UTC"}, stdout=subprocess.PIPE,
+    env = {"TZ": "UTC", "PYTHONUNBUFFERED": "1"}  # its "Serving HTTP" line says it listens
+    with open(log, "wb") as err, _running(cmd, env=env, stdout=subprocess.PIPE,
                                           stderr=err) as proc:
         assert proc.stdout is not None
-        proc.stdout.readline()  # "Serving HTTP on ...": it listens
+        assert proc.stdout.readline().startswith(b"Serving HTTP")
         for request in requests:
             with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
                 s.sendall(request + b"\r\nHost: x\r\nConnection: close\r\n\r\n")
