@@ -254,8 +254,8 @@ def _read_logfmt(text: str) -> Reading:
 
 
 def test_prometheus_logfmt(endpoints, names, tmp_path):
-    """Prometheus with a scrape target nobody listens on (debug), a config reload that fails
-    twice (level=error) and SIGTERM (level=warn), at --log.level=debug."""
+    """Prometheus at --log.level=debug (its start writes debug lines), a config reload that
+    fails twice (level=error) and SIGTERM (level=warn)."""
     prometheus = _tool("prometheus")
     config = tmp_path / "prometheus.yml"
     config.write_text(
