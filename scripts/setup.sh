@@ -85,16 +85,16 @@ if [ ! -x .cache/bin/toxiproxy-server ] \
   fi
 fi
 
-# 5. promtool, from Debian's `prometheus` package (2.42 on Debian 12): the tests check the alert
-# rules in deploy/prometheus/ with it (`promtool check rules`, `promtool test rules`). Only the
-# binary is needed: the Prometheus server the package installs (a systemd unit and an init.d
+# 5. promtool and prometheus, from Debian's `prometheus` package (2.42 on Debian 12): the tests
+# check the alert rules in deploy/prometheus/ with promtool, and run the server binary in a temp
+# dir to prove the logfmt recipe. The package's own service (a systemd unit and an init.d
 # script) is stopped and disabled in case its install started it (under Docker's policy-rc.d it
 # never starts). Without apt-get those tests are skipped (under CI=true they fail).
-if ! command -v promtool >/dev/null; then
+if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then
   if ! command -v apt-get >/dev/null; then
-    say "warning: promtool missing and apt-get not found: the alert-rule tests will be skipped"
+    say "warning: prometheus missing and apt-get not found: its tests will be skipped"
   else
-    say "installing prometheus (for promtool) from Debian packages"
+    say "installing prometheus (promtool and the server binary) from Debian packages"
     sudo_if_needed apt-get update -qq
     sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
       --no-install-recommends prometheus >/dev/null || die "apt-get install prometheus failed"
@@ -105,6 +105,7 @@ if ! command -v promtool >/dev/null; then
       sudo_if_needed update-rc.d prometheus disable >/dev/null 2>&1 || true
     fi
     command -v promtool >/dev/null || die "the prometheus package installed no promtool"
+    command -v prometheus >/dev/null || die "the prometheus package installed no prometheus"
   fi
 fi
 
