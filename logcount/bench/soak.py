@@ -17,8 +17,8 @@ stage holds one more minute per minute, bounded by --lateness-horizon.)
 
 At the end the producer stops, the stage drains and gets SIGTERM, and the output topic's totals
 must equal what was produced, exactly. Per series the report gives the least-squares slope per
-hour and the first third's mean and max against the last third's, and judges the goals of
-issue 28 (`goals`). A class histogram before the first sample and after the last names what grew
+hour and the first third's mean and max against the last third's, and judges the soak's goals
+(`goals`). A class histogram before the first sample and after the last names what grew
 in the heap; `--nmt` samples the JVM's native memory by category. It writes DIR/soak.json,
 DIR/soak.md and DIR/soak.png; the stage's own output is kept in DIR/logs/.
 """

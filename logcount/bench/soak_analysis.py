@@ -16,11 +16,10 @@ RSS_SLOPE_GOAL_MB_H = 20.0
 LATENCY_GOAL = 1.10  # last third's p50 <= 1.10 x the first third's
 BATCH_GOAL = 10_000  # batches in the measured window, judged when MINUTES >= BATCH_GOAL_MINUTES
 BATCH_GOAL_MINUTES = 20
-# Thread and fd counts move a little without growing: Spark's thread pools let idle workers go
-# after 60 s and start new ones, its Kafka reads open and close connections, py4j opens a
-# callback socket when it needs one. In 1-2.5 minute runs a process's count stayed within a
-# range of 3 threads and 4 fds after the first sample. A leak of one per batch would add
-# thousands in 20 minutes and one per minute 20: the tolerances admit the noise, not either leak.
+# Thread and fd counts move a little without growing (idle pool workers replaced, connections
+# opened and closed); a leak of one per batch would add thousands in 20 minutes and one per
+# minute 20: the tolerances admit the noise, not either leak.
+# Figures: docs/tuning.md#soak-tolerances
 THREAD_TOLERANCE = 4
 FD_TOLERANCE = 8
 

@@ -295,8 +295,9 @@ class RunSettings(_Settings):
         default=1.0, metadata=opt("seconds to sleep when there is nothing new to read",
                                  **POSITIVE)
     )
-    # Pacing (issue 29): a caught-up stage otherwise runs a Spark job per ~100 ms of input, and
-    # each pays a fixed ~85 ms of CPU whatever it holds.
+    # Pacing (CPU against Kafka Streams): a caught-up stage otherwise runs a Spark job per ~100 ms
+    # of input, and each pays a fixed ~85 ms of CPU whatever it holds.
+    # Figures: docs/tuning.md#pacing
     min_batch_interval: float = field(
         default=0.0, metadata=opt("pacing: at least this many seconds from one batch's start to "
                                   "the next while the stage is caught up, so a steady input "
@@ -319,13 +320,10 @@ class RunSettings(_Settings):
         default=4, metadata=opt("partitions of the input topic when the stage creates it",
                                 **AT_LEAST_1)
     )
-    # One partition each by default: the output is a table of minutes (a few hundred records a
-    # batch) and the DLQ a trickle; every partition a transaction writes to costs an
-    # AddPartitionsToTxn entry and a commit marker, so copying the input's count (256 on a
-    # production log topic) made one commit take seconds (issue #30). Only used when the stage
-    # creates the topic: an existing one is used as it is (a compacted table is never
-    # repartitioned: its keys would move to other partitions, and a reader could then take an
-    # older total in one partition for the last one).
+    # One partition each by default: every partition a transaction writes costs an entry and a
+    # commit marker, so copying the input's count (256) made a commit take seconds. Only for
+    # topics the stage creates: an existing one is kept (a compacted table is never repartitioned).
+    # Figures: docs/tuning.md#output-partitions
     output_partitions: int = field(
         default=1, metadata=opt("partitions of the output topic when the stage creates it",
                                 **AT_LEAST_1)

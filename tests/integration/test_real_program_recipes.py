@@ -31,8 +31,8 @@ from pathlib import Path
 import pymysql
 import pytest
 
-from connectors import kafka_io
-from core.paths import home
+from logcount.connectors import kafka_io
+from logcount.core.paths import home
 from tests.conftest import Names
 from tests.helpers import cli, last_totals, read_all, stage_args, wait_for
 
@@ -405,7 +405,7 @@ def test_kafka_broker_and_spark_driver_logs(endpoints, names, tmp_path):
     stack traces in the driver log); that driver log is then counted by a second stage."""
     if endpoints.kind != "embedded":
         pytest.skip("the broker's log file is the embedded stack's")
-    from connectors import stack
+    from logcount.connectors import stack
 
     broker_log = stack.Kafka().log_file
     mark = broker_log.stat().st_size

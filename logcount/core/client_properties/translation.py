@@ -44,10 +44,9 @@ DROP_SAFE: frozenset[str] = frozenset({
     "auto.commit.interval.ms",
 })
 
-# Keys logcount sets itself: a file value would break its guarantees (read_committed, offsets
-# committed in the transaction, its own --group-id), and Spark's Kafka source refuses
-# auto.offset.reset, enable.auto.commit and the (de)serializers outright. Dropped for both
-# clients (an INFO line names them, since the user asked for something logcount overrides).
+# Keys logcount sets itself, dropped from the file for both clients with an INFO line naming them:
+# a file value would break its guarantees (read_committed, offsets in the transaction, --group-id),
+# and Spark's Kafka source refuses auto.offset.reset, enable.auto.commit and the (de)serializers.
 LOGCOUNT_OWNED: frozenset[str] = frozenset({
     "group.id", "isolation.level", "enable.auto.commit", "auto.offset.reset",
     "key.deserializer", "value.deserializer", "key.serializer", "value.serializer",
