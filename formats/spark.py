@@ -24,7 +24,7 @@ from formats.rule import (
     REASON_TIME_FIELD,
     REASON_TIMESTAMP,
 )
-from formats.spec import EPOCH_MINUTE, MINUTE_END, FormatError, LineFormat
+from formats.spec import EPOCH_MINUTE, MINUTE_END, OVERFLOW_GUARD, FormatError, LineFormat
 
 __all__ = ["line_frame", "check_regex", "HEAD_BYTES"]
 
@@ -232,7 +232,9 @@ def _read_time(plan: _Plan, stamp, fmt: LineFormat, iso_checked: bool):
 
     pattern = fmt.pattern
     if pattern is not None:
-        parsed = plan.let(parsed=F.when(stamp != "", F.try_to_timestamp(
+        # Never parsed: a year past 99999 (OVERFLOW_GUARD), whose overflow would fail the job.
+        readable = (stamp != "") & ~stamp.rlike(OVERFLOW_GUARD)
+        parsed = plan.let(parsed=F.when(readable, F.try_to_timestamp(
             stamp, F.lit(pattern.pattern))))["parsed"]
         zoned = F.lit(pattern.has_zone)
         # A local year 0 is invalid, as in ISO text; with a zone in the pattern the parsed time
