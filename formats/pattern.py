@@ -184,6 +184,9 @@ def build(pattern: str, letter) -> tuple:
     if "S" not in pattern:
         b.pattern(pattern, letter)
         return b.finish()
+    # Spark also builds the whole pattern for formatting: its mistakes (an unclosed quote) fail
+    # there, though the split below would take them.
+    _Builder().pattern(pattern, lambda _b, _c, _n: None)
     parts = pattern.split("'")
     while len(parts) > 1 and parts[-1] == "":  # Java's String.split drops trailing empties
         parts.pop()
