@@ -24,7 +24,7 @@ from formats.rule import (
     REASON_TIME_FIELD,
     REASON_TIMESTAMP,
 )
-from formats.spec import EPOCH_MINUTE, MINUTE_END, OVERFLOW_GUARD, FormatError, LineFormat
+from formats.spec import EPOCH_MINUTE, MINUTE_END, FormatError, LineFormat
 
 __all__ = ["line_frame", "check_regex", "HEAD_BYTES"]
 
@@ -232,8 +232,10 @@ def _read_time(plan: _Plan, stamp, fmt: LineFormat, iso_checked: bool):
 
     pattern = fmt.pattern
     if pattern is not None:
-        # Never parsed: a year past 99999 (OVERFLOW_GUARD), whose overflow would fail the job.
-        readable = (stamp != "") & ~stamp.rlike(OVERFLOW_GUARD)
+        # Never parsed: a year whose overflow would fail the job (TimePattern.guard).
+        readable = stamp != ""
+        if pattern.guard is not None:
+            readable = readable & ~stamp.rlike(pattern.guard)
         parsed = plan.let(parsed=F.when(readable, F.try_to_timestamp(
             stamp, F.lit(pattern.pattern))))["parsed"]
         zoned = F.lit(pattern.has_zone)

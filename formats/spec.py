@@ -106,10 +106,10 @@ def java_regex_groups(regex: str) -> set[str]:
 # nested or not, with the date, hour, minute and zone outside them. Text in any case.
 SUPPORTED = ("y (yy or yyyy), M (M, MM or MMM), d, H, h with a, m, s, S..S (up to 9), X..XXX or "
              "Z..ZZZ, quoted 'text' and optional [sections]")
-# A sign and six digits: a year past 99999, which would overflow Spark's timestamp (the job would
-# fail), is an invalid timestamp on both sides instead. The plan checks this Java regex.
-OVERFLOW_GUARD = "[+-][0-9]{6}"
-_OVERFLOW = re.compile(OVERFLOW_GUARD)
+# A yyyy year of a sign and six digits or more would overflow Spark's timestamp and fail the job:
+# both sides call it an invalid timestamp instead (TimePattern.guard, a regex Java and Python
+# read alike). It looks where the year starts when the fields before it have fixed widths.
+_SIGNED_SIX = "[+-][0-9]{6}"
 _NEED_OUTSIDE = "yMdHhamXZ"  # letters an optional section may not hold
 
 
@@ -153,6 +153,7 @@ class TimePattern:
     pattern: str
     items: tuple
     has_zone: bool
+    guard: str | None  # the overflow guard (module comment at _SIGNED_SIX); None for yy
 
     @classmethod
     def compile(cls, pattern: str) -> TimePattern:
@@ -161,15 +162,42 @@ class TimePattern:
     def read(self, text: str):
         """(year, month, day, hour, minute, second, offset seconds or None), or None where
         Spark's try_to_timestamp is null (or the overflow guard says invalid)."""
-        if _OVERFLOW.search(text):
+        if self.guard is not None and _regex(self.guard).search(text):
             return None
         return _pat.read(self.items, text)
+
+
+@functools.lru_cache(maxsize=64)
+def _regex(text: str) -> re.Pattern:
+    return re.compile(text)
+
+
+def _overflow_guard(items: tuple) -> str | None:
+    """Where a yyyy year starts at a fixed place (only fixed-width fields and text before it):
+    a sign and six digits there; elsewhere anywhere in the time."""
+    width = 0
+    for pp in items:
+        if isinstance(pp, _pat.Num) and pp.field == "u":
+            if pp.reduced:
+                return None  # yy: two digits, never a sign
+            return f"^(?s:.{{{width}}}){_SIGNED_SIX}" if width else "^" + _SIGNED_SIX
+        if isinstance(pp, _pat.Lit):
+            width += len(pp.text)
+        elif isinstance(pp, _pat.Num | _pat.Frac) and pp.lo == pp.hi:
+            width += pp.lo
+        elif isinstance(pp, _pat.Text):
+            width += 3 if pp.field == "month" else 2
+        else:
+            return _SIGNED_SIX
+    raise AssertionError("no year")
 
 
 @functools.lru_cache(maxsize=64)
 def _compile(pattern: str) -> TimePattern:
     if any(c in _pat.TERMINATORS for c in pattern):
         raise FormatError(f"--time-pattern {pattern!r}: a line break in a pattern")
+    if any(ord(c) > 0xFFFF for c in pattern):  # two chars in Java, one in Python
+        raise FormatError(f"--time-pattern {pattern!r}: a character beyond U+FFFF")
     if re.search("S{10}", pattern):
         raise FormatError(f"--time-pattern {pattern!r}: at most 9 S (nanoseconds)")
     seen: set[str] = set()
@@ -187,7 +215,7 @@ def _compile(pattern: str) -> TimePattern:
     if inside:
         raise FormatError(f"--time-pattern {pattern!r}: {', '.join(inside)} inside an optional "
                           f"[section]; only s, S and text may be optional")
-    return TimePattern(pattern, items, bool(seen & {"X", "Z"}))
+    return TimePattern(pattern, items, bool(seen & {"X", "Z"}), _overflow_guard(items))
 
 
 # --- the format -------------------------------------------------------------------------------

@@ -284,6 +284,10 @@ def test_mariadb_both_hour_widths_in_utc_and_tokyo():
     # a sign and six digits would overflow Spark's parser (and fail the job): invalid
     ("yyyy-MM-dd HH:mm:ss", "+294247-01-01 00:00:00", REASON_TIMESTAMP),
     ("dd/MMM/yyyy:HH:mm:ss Z", "30/Jul/+300000:14:09:08 +0000", REASON_TIMESTAMP),
+    ("d/M/yyyy H:m", "30/7/+300000 14:09", REASON_TIMESTAMP),
+    # ... but only where the year is, when that place is known
+    ("yyyyMMdd-HHmmss", "20261126-133444", "2026-11-26 13:34:00"),
+    ("dd-MM-yyyy-HHmmss", "26-11-2026-133444", "2026-11-26 13:34:00"),
     ("yyyy-MM-dd HH:mm:ss", "2026-11-26 24:00:00", REASON_TIMESTAMP),
     ("yyyy-MM-dd hh:mm:ss a", "2026-11-26 12:02:03 am", "2026-11-26 00:02:00"),
     ("yyyy-MM-dd hh:mm:ss a", "2026-11-26 00:02:03 am", REASON_TIMESTAMP),
