@@ -98,12 +98,8 @@ def java_regex_groups(regex: str) -> set[str]:
 
 # --- --time-pattern: the subset of Spark's datetime patterns that both sides read alike -------
 
-# The letters this project reads, each exactly as Spark's parser does (formats/pattern.py):
-# yy (2000-2099) and yyyy (4 digits, or a sign and more), M/MM/MMM (English abbreviations),
-# d/dd, H/HH, h/hh with a (AM/PM), m/mm, s/ss, S..S (1 to that many fraction digits), X, XX,
-# XXX, Z..ZZZ; one letter reads 1-19 digits, two exactly 2 (but adjacent numbers share digits as
-# java.time shares them). Quoted text ('T', '' for a quote) and optional sections [...],
-# nested or not, with the date, hour, minute and zone outside them. Text in any case.
+# The letters this project reads, each exactly as Spark's parser does (formats/pattern.py), with
+# quoted text and optional sections; docs/contract.md lists what each reads.
 SUPPORTED = ("y (yy or yyyy), M (M, MM or MMM), d, H, h with a, m, s, S..S (up to 9), X..XXX or "
              "Z..ZZZ, quoted 'text' and optional [sections]")
 # A yyyy year of a sign and six digits or more would overflow Spark's timestamp and fail the job:
