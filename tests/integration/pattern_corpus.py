@@ -135,7 +135,7 @@ def patterns(draw) -> list[Tok]:
         fields = draw(st.permutations(fields))
     extras = []
     seconds = draw(st.sampled_from(["ss", "ss", "s", None]))
-    fraction = draw(st.sampled_from([None, None, "S", "SSS", "SSSSSS", "SSSSSSSSS", "SS"]))
+    fraction = draw(st.sampled_from([None, None, "S", "SS", "SSS", "SSSS", "SSSSSS", "SSSSSSSSS"]))
     tail: list[Tok] = []
     if seconds:
         tail.append(Tok(seconds))
@@ -152,7 +152,7 @@ def patterns(draw) -> list[Tok]:
     extras += tail
     if twelve:
         extras += [Tok("lit", text=" "), Tok("a")]
-    zone = draw(st.sampled_from([None, None, "X", "XX", "XXX", "Z", "ZZ"]))
+    zone = draw(st.sampled_from([None, None, "X", "XX", "XXX", "Z", "ZZ", "ZZZ"]))
     if zone:
         extras += [Tok("lit", text=draw(st.sampled_from(["", " "]))), Tok(zone)]
     tokens: list[Tok] = []

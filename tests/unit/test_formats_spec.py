@@ -130,6 +130,7 @@ def test_supported_time_patterns_compile(pattern, has_zone):
     "yyyy-MM-dd\nHH:mm",  # a line break
     "yyyy-MM-dd HH:mm XXXX",  # offsets with seconds
     "yyyy-MM-dd HH:mm ZZZZ",  # localized offsets
+    "yyyy-MM-dd HH:mm '\U0001F600'",  # one character for Python, two for Java
 ])
 def test_an_invalid_or_unsupported_time_pattern_is_a_format_error(pattern):
     with pytest.raises(FormatError, match="--time-pattern") as err:
