@@ -280,7 +280,8 @@ class RunSettings(_Settings):
         "a Java regex with named groups time and level, matched at the start of each line, "
         "instead of the default line rule", metavar="REGEX"))
     time_pattern: str | None = field(default=None, metadata=opt(
-        "a Spark datetime pattern (yy/MM/dd HH:mm:ss) for times that are not ISO 8601",
+        "a Spark datetime pattern for times that are not ISO 8601 (yy/MM/dd HH:mm:ss; "
+        "[ ] an optional section): the letters README's Your log format lists",
         metavar="PATTERN"))
     json_line_field: str | None = field(default=None, metadata=opt(
         "each record is a JSON object whose string field PATH is the log line (Filebeat and "

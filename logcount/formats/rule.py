@@ -1,6 +1,10 @@
 """The pure-Python twin of the Spark plan (logcount/formats/spark.py): one record -> its minute and
-level, or the reason it goes to the DLQ. `produce --expect`, the tests and the bench use it; the
-stage itself parses in the JVM. tests/integration/test_spark_rule.py holds the two together.
+level,
+or the reason it goes to the DLQ. `produce --expect`, the tests and the bench use it; the stage
+itself parses in the JVM. tests/integration/test_spark_rule.py holds the two together, on
+generated records and generated --time-pattern patterns; a pattern is read by
+logcount/formats/pattern.py,
+java.time's own parser in Python.
 
 A minute is an int, minutes since 0001-01-01 00:00 UTC (the state's minute index). Outcomes:
 `Parsed(minute, level)` (counted when `level` is one of the format's levels) or
@@ -54,8 +58,6 @@ _DEFAULT = re.compile(DEFAULT_LINE.replace("$", r"\Z").encode())
 _ISO = re.compile(r"(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,]\d{1,9})?"
                   r"(Z|[+-]\d{2}:?\d{2})?", re.ASCII)
 _EPOCH_SECONDS_BELOW = 1e11  # epoch seconds below 10^11 (year 5138), milliseconds above
-_MONTHS = {m: i for i, m in enumerate(
-    ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,11 +131,11 @@ def _line(raw: bytes, fmt: LineFormat) -> Parsed:
     if not line:
         raise _Bad(REASON_EMPTY)
     if fmt.line_regex is None:
-        m = _DEFAULT.match(line)
-        if m is None:
+        found = _DEFAULT.match(line)
+        if found is None:
             raise _Bad(REASON_FORMAT)
-        text = (m.group(1) or m.group(2)).decode("ascii")
-        level = m.group(3).decode("ascii")
+        text = (found.group(1) or found.group(2)).decode("ascii")
+        level = found.group(3).decode("ascii")
     else:
         # Spark matches the decoded text (invalid UTF-8 becomes U+FFFD), so does the twin.
         m = _python_regex(fmt.line_regex).match(line.decode("utf-8", "replace"))
@@ -223,6 +225,8 @@ def _time_text(text: str, fmt: LineFormat) -> int:
         return idx
     if year == 0:
         raise _Bad(REASON_TIMESTAMP)
+    if not 1 <= year <= 9999:  # only a pattern reads such a year (its date already checked)
+        return _far_local(year, month, day, hour, minute, second, fmt.timezone)
     try:
         local = datetime(year, month, day, hour, minute, second)
     except ValueError:
@@ -232,17 +236,33 @@ def _time_text(text: str, fmt: LineFormat) -> int:
 
 
 def _days_from_civil(y: int, m: int, d: int) -> int | None:
-    """Days since 0001-01-01 of a proleptic Gregorian date (year 0 is a leap year before year
-    1); None for an invalid date."""
-    if not 1 <= m <= 12 or not 0 <= y <= 9999:
+    """Days since 0001-01-01 of a proleptic Gregorian date of any year (year 0 is a leap year
+    before year 1); None for an invalid date."""
+    if not 1 <= m <= 12:
         return None
     leap = y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)
     if not 1 <= d <= (29 if m == 2 and leap else (28, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31,
                                                      30, 31)[m]):
         return None
-    if y == 0:
-        return -366 + (date(4, m, d).toordinal() - date(4, 1, 1).toordinal())
-    return date(y, m, d).toordinal() - 1
+    cycles, y400 = divmod(y - 1, 400)  # the calendar repeats every 400 years (146097 days)
+    return cycles * 146097 + date(y400 + 1, m, d).toordinal() - 1
+
+
+def _far_local(year: int, month: int, day: int, hour: int, minute: int, second: int,
+               tz: str) -> int:
+    """A zone-less local time outside the years 1-9999 (which a --time-pattern may read): only
+    the first hours of 10000-01-01 can land inside year 9999 in UTC. Its offset is the one of
+    the same local time 400 years earlier (the same calendar; zones keep their last rules)."""
+    if year != 10000:
+        raise _Bad(REASON_RANGE)
+    off = _zone_offset(datetime(9600, month, day, hour, minute, second), tz)
+    days = _days_from_civil(year, month, day)
+    assert days is not None
+    secs = days * 86400 + hour * 3600 + minute * 60 + second - int(off.total_seconds())
+    idx = secs // 60
+    if not 0 <= idx < MINUTE_END:
+        raise _Bad(REASON_RANGE)
+    return idx
 
 
 def _iso_fields(text: str):
@@ -254,21 +274,11 @@ def _iso_fields(text: str):
 
 
 def _pattern_fields(text: str, pattern: TimePattern):
-    m = pattern.regex.fullmatch(text)
-    if m is None:
+    fields = pattern.read(text)
+    if fields is None:
         raise _Bad(REASON_TIMESTAMP)
-    g = m.groupdict()
-    year = int(g["y"]) if g.get("y") else 2000 + int(g["yy"])
-    month = _MONTHS[g["mon"].capitalize()] if g.get("mon") else int(g["M"])
-    if g.get("h"):
-        h = int(g["h"])
-        if not 1 <= h <= 12:
-            raise _Bad(REASON_TIMESTAMP)
-        hour = h % 12 + (12 if g["ampm"].upper() == "PM" else 0)
-    else:
-        hour = int(g["H"])
-    return (year, month, int(g["d"]), hour, int(g["m"]), int(g.get("s") or 0),
-            _offset_minutes(g.get("zone")))
+    *local, offset = fields
+    return (*local, None if offset is None else offset // 60)
 
 
 def _offset_minutes(zone: str | None) -> int | None:

@@ -36,6 +36,9 @@ _LOG4J2 = r"(?<time>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}[.,]\d{1,9}) \[[^\]]*\] +
 _PYTHON = r"(?<time>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}) - \S+ - (?<level>[A-Za-z]+) - "
 # Spark's own log4j2 layout: %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n
 _SPARK = r"(?<time>\d{2}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}) (?<level>[A-Za-z]+) "
+# MariaDB's error log: "%d-%02d-%02d %2d:%02d:%02d %lu [%s] ", the hour padded with a space
+# (2026-11-26  3:34:44) before 10:00, then the thread id and [Note], [Warning] or [ERROR].
+_MARIADB = r"(?<time>\d{4}-\d{2}-\d{2} [ \d]\d:\d{2}:\d{2}) \d+ \[(?<level>[A-Za-z]+)\]"
 
 RUN_FLAGS: dict[str, tuple[str, ...]] = {
     "seed": (),  # YYYY-MM-DD HH:MM:SS LEVEL message
@@ -44,6 +47,7 @@ RUN_FLAGS: dict[str, tuple[str, ...]] = {
     "log4j2": ("--line-regex", _LOG4J2),
     "python": ("--line-regex", _PYTHON),
     "spark": ("--line-regex", _SPARK, "--time-pattern", "yy/MM/dd HH:mm:ss"),
+    "mariadb": ("--line-regex", _MARIADB, "--time-pattern", "yyyy-MM-dd [ ]H:mm:ss"),
     "filebeat": ("--json-line-field", "message"),  # Filebeat and Vector
     "fluentbit": ("--json-line-field", "log"),  # Fluent Bit and Docker's json-file log
     "logstash": ("--json-time-field", "@timestamp", "--json-level-field", "level"),
@@ -55,7 +59,8 @@ RUN_FLAGS: dict[str, tuple[str, ...]] = {
 }
 SHAPES = tuple(RUN_FLAGS)
 # Shapes whose times name no zone: written in the generator's `timezone`, read with --timezone.
-ZONELESS = frozenset({"seed", "kafka", "log4j2", "python", "spark", "filebeat", "fluentbit"})
+ZONELESS = frozenset({"seed", "kafka", "log4j2", "python", "spark", "mariadb", "filebeat",
+                      "fluentbit"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,6 +296,32 @@ def _spark(c: _Ctx) -> bytes:
     return f"{c.lt:%y/%m/%d %H:%M:%S} {c.word} {cls}: {c.msg} id={c.i}".encode()
 
 
+_MARIADB_MESSAGES = {
+    "Note": ("InnoDB: Buffer pool(s) load completed at 170730 14:09:08",
+             "Server socket created on IP: '0.0.0.0'.",
+             "mariadbd: ready for connections.",
+             "InnoDB: Initializing buffer pool, total size = 128.000MiB, chunk size = 2.000MiB",
+             "Starting MariaDB 10.11.6-MariaDB-0+deb12u1 source revision  as process 712"),
+    "Warning": ("Access denied for user 'root'@'localhost' (using password: NO)",
+                "Aborted connection 42 to db: 'logcount' user: 'app' host: '10.0.0.7' (Got an "
+                "error reading communication packets)",
+                "'proxies_priv' entry '@% root@db-1' ignored in --skip-name-resolve mode."),
+    "ERROR": ("mariadbd: Table './logcount/error_log' is marked as crashed and should be "
+              "repaired",
+              "InnoDB: Unable to lock ./ibdata1 error: 11",
+              "Can't start server: Bind on TCP/IP port. Got error: 98: Address already in use",
+              "Incorrect definition of table mysql.column_stats: expected column 'hist_type' at "
+              "position 9 to have type enum('SINGLE_PREC_HB','DOUBLE_PREC_HB','JSON_HB')"),
+}
+
+
+def _mariadb(c: _Ctx) -> bytes:
+    # log.cc's print_buffer_to_file: the hour is %2d; the thread id is 0 outside a connection.
+    thread = 0 if c.rng.random() < 0.6 else c.rng.randrange(1, 5000)
+    msg = c.rng.choice(_MARIADB_MESSAGES[c.word])
+    return (f"{c.lt:%Y-%m-%d} {c.lt.hour:2d}:{c.lt:%M:%S} {thread} [{c.word}] {msg}").encode()
+
+
 def _app_line(c: _Ctx) -> str:
     """A line an application wrote, as a shipper picks it up: the default rule's shapes."""
     lt, ms = c.lt, c.lt.microsecond // 1000
@@ -431,6 +462,16 @@ _MALFORMED: dict[str, tuple[bytes, ...]] = {
         b"\tat org.apache.spark.scheduler.Task.run(Task.scala:141)",
         b"2017-07-30 14:09:08 ERROR Executor: a four-digit year",
     ),
+    "mariadb": _GARBAGE + (
+        b"Version: '10.11.6-MariaDB-0+deb12u1'  socket: '/run/mysqld/mysqld.sock'  port: 3306",
+        b"2017-02-29  3:34:44 0 [ERROR] 2017 is not a leap year",
+        b"2017-07-30 24:00:00 0 [ERROR] hour 24",
+        b"2017-07-30 13:60:44 0 [ERROR] minute 60",
+        b"2017-07-30   3:34:44 0 [ERROR] three spaces",
+        b"170730  3:34:44 [ERROR] mysqld before 10.1.2: a two-digit year and no thread id",
+        b"2017-07-30  3:34:44 0 [] no level",
+        b"Attempting backtrace. You can use the following information to find out",
+    ),
     "filebeat": _GARBAGE + _NOT_JSON + _jsons(
         {"@timestamp": "2017-07-30T14:09:08.123Z", "event": {"original": "no message"}},
         {"@timestamp": "2017-07-30T14:09:08.123Z", "message": 42},
@@ -501,6 +542,7 @@ _LEVELS: dict[str, tuple[tuple[str, int], ...]] = {
                ("FATAL", 3)),
     "python": (("DEBUG", 25), ("INFO", 45), ("WARNING", 15), ("ERROR", 12), ("CRITICAL", 3)),
     "spark": _UPPER,
+    "mariadb": (("Note", 60), ("Warning", 25), ("ERROR", 15)),
     "filebeat": _UPPER + (("error", 3), ("Error", 2)),
     "fluentbit": _UPPER + (("error", 3),),
     "logstash": (("TRACE", 5), ("DEBUG", 20), ("INFO", 45), ("WARN", 15), ("ERROR", 15)),
@@ -512,6 +554,7 @@ _LEVELS: dict[str, tuple[tuple[str, int], ...]] = {
 }
 _RENDER: dict[str, Callable[[_Ctx], bytes]] = {
     "kafka": _kafka, "rfc3339": _rfc3339, "log4j2": _log4j2, "python": _python, "spark": _spark,
+    "mariadb": _mariadb,
     "filebeat": _filebeat, "fluentbit": _fluentbit, "logstash": _logstash,
     "ecs-dotted": _ecs_dotted, "ecs-nested": _ecs_nested, "zap": _zap, "pino": _pino,
 }

@@ -232,7 +232,11 @@ def _read_time(plan: _Plan, stamp, fmt: LineFormat, iso_checked: bool):
 
     pattern = fmt.pattern
     if pattern is not None:
-        parsed = plan.let(parsed=F.when(stamp != "", F.try_to_timestamp(
+        # Never parsed: a year whose overflow would fail the job (TimePattern.guard).
+        readable = stamp != ""
+        if pattern.guard is not None:
+            readable = readable & ~stamp.rlike(pattern.guard)
+        parsed = plan.let(parsed=F.when(readable, F.try_to_timestamp(
             stamp, F.lit(pattern.pattern))))["parsed"]
         zoned = F.lit(pattern.has_zone)
         # A local year 0 is invalid, as in ISO text; with a zone in the pattern the parsed time

@@ -9,16 +9,20 @@ A format says how to get a record's time and level:
 `--level` is the comma-separated list of levels counted. All of it is the state's identity
 (`identity()`): totals counted under one format must never be continued under another.
 
-The pure twin of the rule is logcount/formats/rule.py, the Spark plan logcount/formats/spark.py;
-tests/integration/test_spark_rule.py holds the two together line by line.
+The pure twin of the rule is logcount/formats/rule.py, the Spark plan logcount/formats/spark.py; a
+property test
+holds the two together line by line.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import zoneinfo
 from dataclasses import dataclass
 from datetime import date
+
+from logcount.formats import pattern as _pat
 
 __all__ = ["FormatError", "LineFormat", "DEFAULT_LEVELS", "EPOCH_MINUTE", "MINUTE_END",
            "parse_levels", "parse_field_path", "check_timezone", "java_regex_groups", "TimePattern"]
@@ -95,77 +99,121 @@ def java_regex_groups(regex: str) -> set[str]:
 
 # --- --time-pattern: the subset of Spark's datetime patterns that both sides read alike -------
 
-# Spark pattern letters read here, and what each run matches in the pure twin: yy two digits
-# (2000-2099), yyyy four, MM/dd/HH/mm/ss two, M/d/H/h/m/s any number, S..S up to that many fraction
-# digits, MMM an English month abbreviation, a AM/PM, XXX/XX/X and Z zone offsets; any case.
-_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+# The letters this project reads, each exactly as Spark's parser does
+# (logcount/formats/pattern.py), with
+# quoted text and optional sections; docs/contract.md lists what each reads.
+SUPPORTED = ("y (yy or yyyy), M (M, MM or MMM), d, H, h with a, m, s, S..S (up to 9), X..XXX or "
+             "Z..ZZZ, quoted 'text' and optional [sections]")
+# A yyyy year of a sign and six digits or more would overflow Spark's timestamp and fail the job:
+# both sides call it an invalid timestamp instead (TimePattern.guard, a regex Java and Python
+# read alike). It looks where the year starts when the fields before it have fixed widths.
+_SIGNED_SIX = "[+-][0-9]{6}"
+_NEED_OUTSIDE = "yMdHhamXZ"  # letters an optional section may not hold
+
+
+def _letter(pattern: str, seen: set[str], optional: set[str]):
+    """The pattern-letter callback of formats.pattern.build for `pattern`: this project's
+    letters as Spark's DateTimeFormatterBuilder appends them, every other one refused."""
+
+    def letter(b, c: str, n: int) -> None:
+        if c in seen:
+            raise FormatError(f"--time-pattern {pattern!r}: the letter {c} appears twice")
+        seen.add(c)
+        if b.level.parent is not None:
+            optional.add(c)
+        if (c, n) == ("y", 2):
+            b.value(_pat.Num("u", 2, 2, _pat.NOT_NEGATIVE, reduced=True))
+        elif (c, n) == ("y", 4):
+            b.value(_pat.Num("u", 4, 19, _pat.EXCEEDS_PAD))
+        elif (c, n) == ("M", 3):
+            b.internal(_pat.Text("month"))
+        elif c in "MdHhms" and n in (1, 2):
+            b.value(_pat.Num(c, 1, 19, _pat.NORMAL) if n == 1
+                    else _pat.Num(c, 2, 2, _pat.NOT_NEGATIVE))
+        elif (c, n) == ("a", 1):
+            b.internal(_pat.Text("ampm"))
+        elif c == "X" and n <= 3:
+            b.internal(_pat.Offset(("optional", "mandatory", "colon")[n - 1], "Z"))
+        elif c == "Z" and n <= 3:
+            b.internal(_pat.Offset("mandatory", "+0000"))
+        else:
+            raise FormatError(f"--time-pattern {pattern!r}: {c * n} is not supported; use "
+                              f"{SUPPORTED}")
+
+    return letter
 
 
 @dataclass(frozen=True)
 class TimePattern:
-    """A compiled --time-pattern: the pattern text (Spark's) and a Python regex with one named
-    group per field (the pure twin's reading)."""
+    """A compiled --time-pattern: the pattern text (what Spark reads) and the parser tree the
+    pure twin reads it with (logcount/formats/pattern.py), which is Spark's own."""
 
     pattern: str
-    regex: re.Pattern
+    items: tuple
     has_zone: bool
+    guard: str | None  # the overflow guard (module comment at _SIGNED_SIX); None for yy
 
     @classmethod
     def compile(cls, pattern: str) -> TimePattern:
-        out: list[str] = []
-        seen: set[str] = set()
-        has_zone = False
-        i = 0
-        while i < len(pattern):
-            c = pattern[i]
-            if c == "'":  # quoted literal; '' is a quote
-                j = pattern.find("'", i + 1)
-                if j < 0:
-                    raise FormatError(f"--time-pattern {pattern!r}: an unclosed quote")
-                out.append(re.escape(pattern[i + 1:j] or "'"))
-                i = j + 1
-                continue
-            if not c.isalpha():
-                out.append(re.escape(c))
-                i += 1
-                continue
-            j = i
-            while j < len(pattern) and pattern[j] == c:
-                j += 1
-            run = pattern[i:j]
-            i = j
-            piece = _letter_regex(c, len(run), pattern)
-            if c in seen:
-                raise FormatError(f"--time-pattern {pattern!r}: the letter {c} appears twice")
-            seen.add(c)
-            has_zone = has_zone or c in "XZ"
-            out.append(piece)
-        need = [c for c in "yMdm" if c not in seen]
-        if need or not seen & {"H", "h"} or ("h" in seen) != ("a" in seen):
-            raise FormatError(f"--time-pattern {pattern!r} must name the year (y), month (M), "
-                              f"day (d), hour (H, or h with a) and minute (m)")
-        # Spark parses text case-insensitively: month names, AM/PM, 'z' for Z, quoted text.
-        return cls(pattern, re.compile("".join(out), re.IGNORECASE | re.ASCII), has_zone)
+        return _compile(pattern)
+
+    def read(self, text: str):
+        """(year, month, day, hour, minute, second, offset seconds or None), or None where
+        Spark's try_to_timestamp is null (or the overflow guard says invalid)."""
+        if self.guard is not None and _regex(self.guard).search(text):
+            return None
+        return _pat.read(self.items, text)
 
 
-def _letter_regex(c: str, n: int, pattern: str) -> str:
-    fixed = {("y", 2): r"(?P<yy>\d{2})", ("y", 4): r"(?P<y>\d{4})",
-             ("M", 3): "(?P<mon>" + "|".join(_MONTHS) + ")",
-             ("a", 1): "(?P<ampm>AM|PM)", ("X", 1): r"(?P<zone>Z|[+-]\d{2}(?:\d{2})?)",
-             ("X", 2): r"(?P<zone>Z|[+-]\d{4})", ("X", 3): r"(?P<zone>Z|[+-]\d{2}:\d{2})",
-             ("Z", 1): r"(?P<zone>[+-]\d{4})"}
-    names = {"M": "M", "d": "d", "H": "H", "h": "h", "m": "m", "s": "s"}
-    if (c, n) in fixed:
-        return fixed[(c, n)]
-    # java.time: one letter reads any number of digits (the range is checked after), two read
-    # exactly two; S..S reads 1 to that many fraction digits.
-    if c in names and n in (1, 2):
-        return rf"(?P<{names[c]}>\d{{2}})" if n == 2 else rf"(?P<{names[c]}>\d+)"
-    if c == "S" and 1 <= n <= 9:
-        return rf"(?P<S>\d{{1,{n}}})"
-    raise FormatError(f"--time-pattern {pattern!r}: {c * n} is not supported; use y (yy or "
-                      f"yyyy), M (M, MM or MMM), d, H, h with a, m, s, S..S, X..XXX or Z, and "
-                      f"quoted 'text'")
+@functools.lru_cache(maxsize=64)
+def _regex(text: str) -> re.Pattern:
+    return re.compile(text)
+
+
+def _overflow_guard(items: tuple) -> str | None:
+    """Where a yyyy year starts at a fixed place (only fixed-width fields and text before it):
+    a sign and six digits there; elsewhere anywhere in the time."""
+    width = 0
+    for pp in items:
+        if isinstance(pp, _pat.Num) and pp.field == "u":
+            if pp.reduced:
+                return None  # yy: two digits, never a sign
+            return f"^(?s:.{{{width}}}){_SIGNED_SIX}" if width else "^" + _SIGNED_SIX
+        if isinstance(pp, _pat.Lit):
+            width += len(pp.text)
+        elif isinstance(pp, _pat.Num | _pat.Frac) and pp.lo == pp.hi:
+            width += pp.lo
+        elif isinstance(pp, _pat.Text):
+            width += 3 if pp.field == "month" else 2
+        else:
+            return _SIGNED_SIX
+    raise AssertionError("no year")
+
+
+@functools.lru_cache(maxsize=64)
+def _compile(pattern: str) -> TimePattern:
+    if any(c in _pat.TERMINATORS for c in pattern):
+        raise FormatError(f"--time-pattern {pattern!r}: a line break in a pattern")
+    if any(ord(c) > 0xFFFF for c in pattern):  # two chars in Java, one in Python
+        raise FormatError(f"--time-pattern {pattern!r}: a character beyond U+FFFF")
+    if re.search("S{10}", pattern):
+        raise FormatError(f"--time-pattern {pattern!r}: at most 9 S (nanoseconds)")
+    seen: set[str] = set()
+    optional: set[str] = set()
+    try:
+        items = _pat.build(pattern, _letter(pattern, seen, optional))
+    except _pat.PatternError as exc:
+        raise FormatError(f"--time-pattern {pattern!r}: {exc}") from None
+    seen.discard("S")
+    need = [c for c in "yMdm" if c not in seen]
+    if need or not seen & {"H", "h"} or ("h" in seen) != ("a" in seen) or {"H", "h"} <= seen:
+        raise FormatError(f"--time-pattern {pattern!r} must name the year (y), month (M), "
+                          f"day (d), hour (H, or h with a) and minute (m)")
+    inside = sorted(optional & set(_NEED_OUTSIDE))
+    if inside:
+        raise FormatError(f"--time-pattern {pattern!r}: {', '.join(inside)} inside an optional "
+                          f"[section]; only s, S and text may be optional")
+    return TimePattern(pattern, items, bool(seen & {"X", "Z"}), _overflow_guard(items))
 
 
 # --- the format -------------------------------------------------------------------------------

@@ -127,6 +127,32 @@ def test_each_shape_is_counted_exactly(endpoints, names, mysql_db, tmp_path, sha
     assert_exact(endpoints, names, mysql_db, expected, malformed, n_malformed, ",".join(levels))
 
 
+@pytest.mark.parametrize("zone", ["UTC", "Asia/Tokyo"])
+def test_mariadb_expect_and_run_agree(endpoints, names, tmp_path, zone):
+    """MariaDB pads the hour with a space before 10:00 ('2026-11-26  3:34:44'); its recipe reads
+    that with the optional section of 'yyyy-MM-dd [ ]H:mm:ss'. The generator's counts (produce
+    --synthetic --expect), the pure twin's (produce --file --expect, by the recipe's flags) and
+    the stage's totals are the same, in UTC and in Tokyo's local time."""
+    seed = 43
+    records = list(synthetic_records("mariadb", N, seed, timezone=zone))
+    stamps = [r.value[:20] for r in records if r.minute is not None]
+    assert any(s[10:12] == b"  " for s in stamps) and any(s[11:12] != b" " for s in stamps)
+    expected = expected_from_records(records, ("ERROR",))
+    flags = [*RUN_FLAGS["mariadb"], "--timezone", zone]
+    synthetic, twin, path = tmp_path / "synthetic.json", tmp_path / "twin.json", tmp_path / "log"
+    cli("produce", "--bootstrap-servers", endpoints.bootstrap, "--topic", names.topic("in"),
+        "--synthetic", str(N), "--shape", "mariadb", "--seed", str(seed), "--timezone", zone,
+        "--expect", str(synthetic))
+    path.write_bytes(b"\n".join(r.value for r in records) + b"\n")
+    cli("produce", "--bootstrap-servers", endpoints.bootstrap, "--topic", names.topic("file"),
+        "--file", str(path), "--expect", str(twin), *flags)
+    assert json.loads(synthetic.read_text()) == expected, "produce --synthetic --expect"
+    assert json.loads(twin.read_text()) == expected, "produce --file --expect (the pure twin)"
+
+    cli(*stage_args(endpoints, names, "--once", *flags))
+    assert last_totals(read_all(endpoints.bootstrap, names.topic("out"))) == expected
+
+
 # Lines in New York's repeated hour (2017-11-05 01:xx, EDT -4 then EST -5) and skipped hour
 # (2017-03-12 02:xx), with the UTC minute each must count for, worked out by hand: a repeated
 # local time takes the earlier offset (EDT), a skipped one moves forward by the gap (one hour).

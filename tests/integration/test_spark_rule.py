@@ -13,6 +13,8 @@ import os
 import random
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from logcount.formats.rule import Malformed, minute_label, parse_record
 from logcount.formats.spark import line_frame
@@ -23,6 +25,7 @@ from logcount.pipeline.totals import minute_index
 from tests.helpers import end_offsets
 from tests.integration.format_corpus import FORMATS, corpus
 from tests.integration.input_builder import build_input
+from tests.integration.pattern_corpus import Tok, pattern_text, patterns, text_for
 from tests.reference import is_counted, reference_parse
 
 pytestmark = pytest.mark.integration
@@ -207,12 +210,62 @@ EDGES = [
     _edge("nul-in-time: the plan reads a time cut at NUL ('...14:09:08' of '...14:09:08\\x00x'), "
          "the twin the whole group (invalid)", b"2017-07-30 14:09:08\x00x ERROR",
          line_regex=_ANY),
+    _edge("mariadb-early: the twin read [ ] as literal brackets (invalid), Spark as an optional "
+         "space (counted)", b"2026-11-26  3:34:44 0 [ERROR] x", timezone="Asia/Tokyo",
+         line_regex=r"(?<time>\S+ +\S+) \d+ \[(?<level>\w+)\]",
+         time_pattern="yyyy-MM-dd [ ]H:mm:ss"),
+    _edge("mariadb-late: the hour of two digits after the skipped section",
+         b"2026-11-26 13:34:44 0 [ERROR] x", timezone="Asia/Tokyo",
+         line_regex=r"(?<time>\S+ +\S+) \d+ \[(?<level>\w+)\]",
+         time_pattern="yyyy-MM-dd [ ]H:mm:ss"),
+    _edge("no-backtracking: an optional space taken is never given back (invalid for Spark, "
+         "counted by a regex)", b"2026-11-26 13:34:44 ERROR",
+         line_regex=r"(?<time>\S+ \S+) (?<level>\w+)", time_pattern="yyyy-MM-dd[ ] HH:mm:ss"),
+    _edge("adjacent-digits: a one-letter hour before mm takes every digit (invalid for Spark)",
+         b"202611261334 ERROR", line_regex=r"(?<time>\S+) (?<level>\w+)",
+         time_pattern="yyyyMMddHmm"),
+    _edge("overflow: a year past 294247 failed the whole job (long overflow); both say invalid",
+         b"+300000-01-01 00:00:00 ERROR", line_regex=r"(?<time>\S+ \S+) (?<level>\w+)",
+         time_pattern="yyyy-MM-dd HH:mm:ss"),
+    _edge("overflow-apache: the same year inside the Apache pattern",
+         b'::1 - - [30/Jul/+300000:14:09:08 +0000] "GET / HTTP/1.1" 500 1', **_APACHE),
+    _edge("sign-in-text: a '-' before six digits of the clock is no year: counted",
+         b"20261126-133444 ERROR", line_regex=r"(?<time>\S+) (?<level>\w+)",
+         time_pattern="yyyyMMdd-HHmmss"),
+    _edge("year-10000: a local year 10000 in Auckland's summer (+13:00) is 9999 in UTC",
+         b"+10000-01-01 00:30:00 ERROR", timezone="Pacific/Auckland",
+         line_regex=r"(?<time>\S+ \S+) (?<level>\w+)", time_pattern="yyyy-MM-dd HH:mm:ss"),
 ]
 
 
 @pytest.mark.parametrize(("fmt", "raw"), EDGES)
 def test_the_plan_and_the_twin_agree_where_java_and_python_read_differently(spark, fmt, raw):
     assert twin_disagreements(spark, fmt, [raw]) == []
+
+
+# The time group up to a tab, then the level: a generated time text is read whole.
+TAB_RE = r"(?<time>[^\t]*)\t(?<level>\w+)"
+PATTERN_ZONES = ("UTC", "+05:30", "America/New_York", "-10:00")
+
+
+@given(tokens=patterns(), seed=st.integers(0, 2**32 - 1), zone=st.sampled_from(PATTERN_ZONES))
+@settings(max_examples=int(os.environ.get("LOGCOUNT_PATTERN_EXAMPLES", "24")), deadline=None,
+          suppress_health_check=list(HealthCheck), database=None)
+@example(tokens=[Tok("yyyy"), Tok("lit", "-"), Tok("MM"), Tok("lit", "-"), Tok("dd"),
+                 Tok("lit", " "), Tok("opt", inner=(Tok("lit", " "),)), Tok("H"), Tok("lit", ":"),
+                 Tok("mm"), Tok("lit", ":"), Tok("ss")], seed=43, zone="Asia/Tokyo")
+def test_generated_patterns_are_read_alike_by_the_plan_and_the_twin(spark, tokens, seed, zone):
+    """Patterns as well as lines are generated (tests/integration/pattern_corpus.py): every
+    letter and width --time-pattern takes, quoted text, optional sections, adjacent numbers and
+    zones, each with time texts near its edges. Every pattern the flags accept is read alike
+    by Spark's try_to_timestamp and the twin's parser, line by line."""
+    pattern = pattern_text(tokens)
+    fmt = LineFormat.from_flags(line_regex=TAB_RE, time_pattern=pattern, timezone=zone)
+    rng = random.Random(seed)
+    lines = [(text_for(tokens, rng) + "\t" + rng.choice(("ERROR", "INFO"))).encode()
+             for _ in range(80)]
+    wrong = twin_disagreements(spark, fmt, lines)
+    assert not wrong, f"{len(wrong)} of {len(lines)} under {pattern!r} ({zone}): {wrong[:6]}"
 
 
 def test_malformed_refs_come_back_bounded_per_partition(spark):

@@ -96,7 +96,14 @@ def mysql_url(url, password: str = "", database: str | None = None, port: int | 
     *[(["run", "--line-regex", r"(?<time>\S+) (?<level>\w+)", "--time-pattern", pattern], words)
       for pattern, words in [("yy/MM/dd HH:mm:ss QQ", "QQ is not supported"),
                              ("HH:mm:ss", "must name the year (y), month (M)"),
-                             ("yy/MM/dd 'HH:mm", "an unclosed quote")]],
+                             ("yy/MM/dd 'HH:mm", "an unclosed quote"),
+                             # what the pure twin would not read as Spark does
+                             ("yyyy-MM-dd [HH]:mm", "H inside an optional [section]"),
+                             ("yyyy-MM-dd HH:mm:ss]", "a ] without a [ before it"),
+                             ("yyyy-MM-dd HH:mm:ss {x}", "{ is reserved")]],
+    (["produce", "--file", "README.md", "--expect", "/nonexistent/e.json", "--line-regex",
+      r"(?<time>\S+ \S+) (?<level>\w+)", "--time-pattern", "yyyy-MM-dd HH:mm[XXX]"],
+     "X inside an optional [section]"),
     (["run", "--json-line-field", ""], "--json-line-field needs a field path"),
     (["run", "--json-time-field", "a..b", "--json-level-field", "level"],
      "--json-time-field 'a..b' is not a field path"),

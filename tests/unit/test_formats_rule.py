@@ -231,6 +231,85 @@ def test_line_regex_and_time_pattern(fmt, raw, expected):
     assert outcome(raw, fmt) == expected
 
 
+MARIADB_RE = r"(?<time>\d{4}-\d{2}-\d{2} [ \d]\d:\d{2}:\d{2}) \d+ \[(?<level>[A-Za-z]+)\]"
+ANY_TIME = r"(?<time>[^|]*)\|(?<level>\w+)"
+
+
+def pattern_outcome(pattern: str, time: str, timezone: str = "UTC"):
+    fmt = LineFormat.from_flags(line_regex=ANY_TIME, time_pattern=pattern, timezone=timezone)
+    return outcome(f"{time}|ERROR", fmt)
+
+
+def test_mariadb_both_hour_widths_in_utc_and_tokyo():
+    utc = LineFormat.from_flags(line_regex=MARIADB_RE, time_pattern="yyyy-MM-dd [ ]H:mm:ss")
+    tokyo = LineFormat.from_flags(line_regex=MARIADB_RE, time_pattern="yyyy-MM-dd [ ]H:mm:ss",
+                                  timezone="Asia/Tokyo")
+    early = b"2026-11-26  3:34:44 0 [ERROR] mariadbd: Table is marked as crashed"
+    late = b"2026-11-26 13:34:44 12 [Warning] Access denied for user 'root'@'localhost'"
+    assert outcome(early, utc) == ("2026-11-26 03:34:00", "ERROR")
+    assert outcome(late, utc) == ("2026-11-26 13:34:00", "WARNING")
+    assert outcome(early, tokyo) == ("2026-11-25 18:34:00", "ERROR")
+    assert outcome(late, tokyo) == ("2026-11-26 04:34:00", "WARNING")
+    assert expected_counts([early, late, early], utc) == {"2026-11-26 03:34:00": 2}
+
+
+# Each outcome as Spark 4's try_to_timestamp gives it (checked with the venv's pyspark): java.time
+# parses greedily and never backtracks, an optional section is kept whole or skipped whole.
+@pytest.mark.parametrize(("pattern", "time", "expected"), [
+    ("yyyy-MM-dd [ ]H:mm:ss", "2026-11-26  3:34:44", "2026-11-26 03:34:00"),
+    ("yyyy-MM-dd [ ]H:mm:ss", "2026-11-26 13:34:44", "2026-11-26 13:34:00"),
+    ("yyyy-MM-dd [ ]H:mm:ss", "2026-11-26 3:34:44", "2026-11-26 03:34:00"),
+    ("yyyy-MM-dd [ ]H:mm:ss", "2026-11-26   3:34:44", REASON_TIMESTAMP),
+    ("yyyy-MM-dd [ ]HH:mm:ss", "2026-11-26  03:34:44", "2026-11-26 03:34:00"),
+    ("yyyy-MM-dd [ ]HH:mm:ss", "2026-11-26  3:34:44", REASON_TIMESTAMP),  # HH is two digits
+    ("yyyy-MM-dd[ ] HH:mm:ss", "2026-11-26 13:34:44", REASON_TIMESTAMP),  # no backtracking
+    ("yyyy-MM-dd [ [ ]]H:mm", "2026-11-26   3:34", "2026-11-26 03:34:00"),  # nested
+    ("yyyy-MM-dd [ [ ]]H:mm", "2026-11-26  3:34", "2026-11-26 03:34:00"),
+    ("yyyy-MM-dd HH:mm[:ss[.SSS]]", "2026-11-26 13:34", "2026-11-26 13:34:00"),
+    ("yyyy-MM-dd HH:mm[:ss[.SSS]]", "2026-11-26 13:34:44.12", "2026-11-26 13:34:00"),
+    ("yyyy-MM-dd HH:mm:ss[.SSS]", "2026-11-26 13:34:44.", REASON_TIMESTAMP),
+    ("yyyy-MM-dd HH:mm:ss.SSS", "2026-11-26 13:34:44.1234", REASON_TIMESTAMP),
+    ("yyyy-MM-dd'T'HH:mm:ss", "2026-11-26t13:34:44", "2026-11-26 13:34:00"),  # any case
+    ("yyyy-MM-dd''HH:mm:ss", "2026-11-26'13:34:44", "2026-11-26 13:34:00"),
+    # numbers next to each other share the digits; a one-letter one before them takes them all
+    ("yyyyMMddHHmm", "202611261334", "2026-11-26 13:34:00"),
+    ("yyyyMMdd Hmm", "20261126 934", "2026-11-26 09:34:00"),
+    ("yyyyMMddHmm", "202611261334", REASON_TIMESTAMP),
+    # a year wider than yyyy needs its sign; years outside 1-9999 are out of range
+    ("yyyy-MM-dd HH:mm:ss", "+12026-11-26 13:34:44", REASON_RANGE),
+    ("yyyy-MM-dd HH:mm:ss", "-2026-11-26 13:34:44", REASON_RANGE),
+    ("yyyy-MM-dd HH:mm:ss", "+2026-11-26 13:34:44", REASON_TIMESTAMP),
+    ("yyyy-MM-dd HH:mm:ss", "12026-11-26 13:34:44", REASON_TIMESTAMP),
+    ("yyyy-MM-dd HH:mm:ss", "-0000-11-26 13:34:44", REASON_TIMESTAMP),  # minus zero
+    ("yyyy-MM-dd HH:mm:ss", "0000-11-26 13:34:44", REASON_TIMESTAMP),
+    # a sign and six digits would overflow Spark's parser (and fail the job): invalid
+    ("yyyy-MM-dd HH:mm:ss", "+294247-01-01 00:00:00", REASON_TIMESTAMP),
+    ("dd/MMM/yyyy:HH:mm:ss Z", "30/Jul/+300000:14:09:08 +0000", REASON_TIMESTAMP),
+    ("d/M/yyyy H:m", "30/7/+300000 14:09", REASON_TIMESTAMP),
+    # ... but only where the year is, when that place is known
+    ("yyyyMMdd-HHmmss", "20261126-133444", "2026-11-26 13:34:00"),
+    ("dd-MM-yyyy-HHmmss", "26-11-2026-133444", "2026-11-26 13:34:00"),
+    ("yyyy-MM-dd HH:mm:ss", "2026-11-26 24:00:00", REASON_TIMESTAMP),
+    ("yyyy-MM-dd hh:mm:ss a", "2026-11-26 12:02:03 am", "2026-11-26 00:02:00"),
+    ("yyyy-MM-dd hh:mm:ss a", "2026-11-26 00:02:03 am", REASON_TIMESTAMP),
+    ("yyyy-MM-dd HH:mm:ssX", "2026-09-26 01:02:03+0530", "2026-09-25 19:32:00"),
+    ("yyyy-MM-dd HH:mm:ssX", "2026-09-26 01:02:03+05:30", REASON_TIMESTAMP),
+    ("yyyy-MM-dd HH:mm:ssXXX", "2026-09-26 01:02:03+18:01", REASON_TIMESTAMP),
+    ("yyyy-MM-dd HH:mm:ssZ", "2026-09-26 01:02:03Z", REASON_TIMESTAMP),  # Z is +HHMM only
+])
+def test_time_patterns_read_as_spark_reads_them(pattern, time, expected):
+    got = pattern_outcome(pattern, time)
+    assert (got[0] if isinstance(got, tuple) else got) == expected
+
+
+def test_a_local_year_10000_can_still_be_9999_in_utc():
+    assert pattern_outcome("yyyy-MM-dd HH:mm:ss", "+10000-01-01 00:30:00", "+01:00") == (
+        "9999-12-31 23:30:00", "ERROR")
+    assert pattern_outcome("yyyy-MM-dd HH:mm:ss", "+10000-01-01 00:30:00") == REASON_RANGE
+    assert pattern_outcome("yyyy-MM-dd HH:mm:ssXX", "+10000-01-01 00:30:00+0100") == (
+        "9999-12-31 23:30:00", "ERROR")
+
+
 def test_a_time_pattern_without_a_zone_takes_the_timezone():
     fmt = LineFormat.from_flags(line_regex=SPARK.line_regex, time_pattern="yy/MM/dd HH:mm:ss",
                                 timezone="America/New_York")

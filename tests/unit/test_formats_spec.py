@@ -87,6 +87,15 @@ def test_a_regex_java_cannot_compile_is_left_to_the_jvm_check():
     ("yyyy-MM-dd hh:mm:ss a", False),
     ("yyyyMMddHHmm", False),
     ("d/M/yyyy H:m", False),
+    ("yyyy-MM-dd [ ]H:mm:ss", False),  # MariaDB's error log
+    ("yyyy-MM-dd HH:mm[:ss[.SSS]]", False),  # nested optional sections
+    ("yyyy-MM-dd HH:mm:ss[]", False),  # an empty one
+    ("yyyy-MM-dd'T'HH:mm:ss''XX", True),  # a quote, quoted
+    ("yyyy年MM月dd日 HH時mm分", False),  # characters but ASCII letters are literal
+    ("yyyyMMddHHmmssSSS", False),
+    ("dd.MM.yy hh:mm:ss.S a ZZZ", True),
+    ("yyyy-MM-dd HH:mm:ss [.SSSSSSSSS]", False),
+    ("yyyy-MM-dd HH:mm:ss[", False),  # java.time closes an open section at the end
 ])
 def test_supported_time_patterns_compile(pattern, has_zone):
     assert TimePattern.compile(pattern).has_zone is has_zone
@@ -108,10 +117,31 @@ def test_supported_time_patterns_compile(pattern, has_zone):
     "yyyy-MM-dd HH:mm yyyy",  # a letter twice
     "yyyy-MM-dd'T HH:mm",  # an unclosed quote
     "EEE yyyy-MM-dd HH:mm",  # day names
+    "uuuu-MM-dd HH:mm",  # Spark refuses u
+    "yyyy-MM-dd kk:mm",  # other hour letters
+    "yyyy-MM-dd HH:mm:ss.SSS'T",  # an unclosed quote after S
+    "yyyy-MM-dd hh:mm a[ a]",  # a letter twice, optional or not
+    "yyyy-MM-dd [HH]:mm",  # the hour in an optional section: 1970's dates and midnights
+    "yyyy-MM[-dd] HH:mm",
+    "yyyy-MM-dd HH:mm[ XXX]",  # a zone the plan could not tell apart from none
+    "yyyy-MM-dd HH:mm hh",  # H and h
+    "yyyy-MM-dd HH:mm:ss]",  # a ] without its [
+    "yyyy-MM-dd HH:mm:ss {x}",  # java.time's reserved characters
+    "yyyy-MM-dd HH:mm:ss #",
+    "yyyy-MM-dd\nHH:mm",  # a line break
+    "yyyy-MM-dd HH:mm XXXX",  # offsets with seconds
+    "yyyy-MM-dd HH:mm ZZZZ",  # localized offsets
+    "yyyy-MM-dd HH:mm '\U0001F600'",  # one character for Python, two for Java
 ])
 def test_an_invalid_or_unsupported_time_pattern_is_a_format_error(pattern):
-    with pytest.raises(FormatError, match="--time-pattern"):
+    with pytest.raises(FormatError, match="--time-pattern") as err:
         LineFormat.from_flags(line_regex=LOG4J2, time_pattern=pattern)
+    assert "\n" not in str(err.value).replace("\\n", "")  # one line
+
+
+def test_a_pattern_is_compiled_once():
+    assert TimePattern.compile("yyyy-MM-dd [ ]H:mm:ss") is TimePattern.compile(
+        "yyyy-MM-dd [ ]H:mm:ss")
 
 
 @pytest.mark.parametrize("path", ["", " ", "a..b", ".a", "a.", "a[0]", "a'b", "a\\.b", "[a]"])

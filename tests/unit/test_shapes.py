@@ -100,7 +100,8 @@ def test_levels_mix_and_the_malformed_ratio(shape):
     records = list(synthetic_records(shape, 3000, 8))
     fmt = line_format(shape)
     levels = {r.level for r in records if r.level is not None}
-    assert set(fmt.levels) & levels and len(levels) >= 4
+    # MariaDB writes three levels only: [Note], [Warning] and [ERROR].
+    assert set(fmt.levels) & levels and len(levels) >= (3 if shape == "mariadb" else 4)
     malformed = sum(r.minute is None for r in records)
     assert 10 <= malformed <= 60  # about 1% of 3000
     assert sum(expected_from_records(records, fmt.levels).values()) > 300
