@@ -9,8 +9,6 @@ embedded stack (`logcount stack up`), started here and stopped again if this ses
 from __future__ import annotations
 
 import os
-import socket
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -18,6 +16,8 @@ import pymysql
 import pytest
 
 from logcount.core.settings import MySQLUrl
+from tests.support.names import Names
+from tests.support.ports import free_port
 
 
 def pytest_collection_modifyitems(config, items) -> None:
@@ -48,12 +48,6 @@ def _docker_answers() -> bool:
 # tier names the logcount-ci/* stand-ins on machines that cannot pull from Docker Hub).
 KAFKA_IMAGE = os.environ.get("LOGCOUNT_TEST_KAFKA_IMAGE", "apache/kafka:4.3.1")
 MYSQL_IMAGE = os.environ.get("LOGCOUNT_TEST_MYSQL_IMAGE", "mysql:8.4")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _kafka_container(host_port: int):
@@ -96,7 +90,7 @@ def _testcontainers() -> Iterator[Endpoints]:
 
     from logcount.connectors.kafka_io import transactional_round_trip
 
-    port = _free_port()
+    port = free_port()
     mysql = MySqlContainer(MYSQL_IMAGE, username="root", password="test", dbname="logcount")
     with _kafka_container(port), mysql:
         bootstrap = f"127.0.0.1:{port}"
@@ -133,32 +127,10 @@ def endpoints() -> Iterator[Endpoints]:
             stack.down(log=lambda line: None)
 
 
-@dataclass(frozen=True)
-class Names:
-    """Unique topic, group, transactional id and database names for one test."""
-
-    prefix: str
-
-    def topic(self, role: str) -> str:
-        return f"{self.prefix}-{role}"
-
-    @property
-    def group(self) -> str:
-        return f"{self.prefix}-group"
-
-    @property
-    def txn_id(self) -> str:
-        return f"{self.prefix}-txn"
-
-    @property
-    def database(self) -> str:
-        return self.prefix.replace("-", "_")
-
-
 @pytest.fixture
 def names(request) -> Names:
     short = request.node.name.split("[")[0].removeprefix("test_")[:20].replace("_", "-")
-    return Names(f"t-{short}-{uuid.uuid4().hex[:8]}")
+    return Names.unique(short)
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import pytest
 from logcount.bench.report import CONTENDERS
 from logcount.bench.runner import BENCH_SHAPES, PACED_INTERVAL_S, PARTITION_AXIS
 from logcount.connectors import kafka_io
-from tests.helpers import cli
+from tests.support.run import cli
 
 pytestmark = pytest.mark.bench
 

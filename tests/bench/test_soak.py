@@ -12,7 +12,7 @@ import json
 import pytest
 
 from logcount.bench.soak import SERIES
-from tests.helpers import cli
+from tests.support.run import cli
 
 pytestmark = pytest.mark.bench
 

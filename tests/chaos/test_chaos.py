@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.chaos.harness import ChaosConfig, config_from_env, run_chaos
+from tests.support.harness import ChaosConfig, config_from_env, run_chaos
 
 pytestmark = pytest.mark.chaos
 

@@ -9,7 +9,8 @@ import pytest
 from confluent_kafka import Producer
 
 from logcount.connectors import kafka_io
-from tests.helpers import cli, read_all
+from tests.support.readers import read_all
+from tests.support.run import cli
 
 pytestmark = pytest.mark.integration
 

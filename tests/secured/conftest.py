@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.secured.cluster import SecuredCluster, missing_tools
+from tests.support.cluster import SecuredCluster, missing_tools
 
 _STARTUP = pytest.StashKey[str]()
 

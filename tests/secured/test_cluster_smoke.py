@@ -22,7 +22,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AclOperation, ConfigResource, NewTopic, ResourceType
 
-from tests.secured.cluster import (
+from tests.support.cluster import (
     BROKER_IDS,
     INTERNAL_TOPICS,
     SecuredCluster,

@@ -32,7 +32,6 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -57,6 +56,7 @@ from confluent_kafka.admin import (
 )
 
 from logcount.core.paths import jars_dir
+from tests.support.ports import free_ports
 
 HOST = "127.0.0.1"
 CONTROLLER_ID = 100
@@ -173,36 +173,7 @@ def make_tls(directory: Path) -> Tls:
                untrusted_ca=directory / "untrusted-ca.pem")
 
 
-# -- ports and processes -------------------------------------------------------------------------
-
-
-def free_ports(n: int) -> list[int]:
-    """`n` distinct loopback ports free now, picked below the kernel's ephemeral range: a broker
-    restarted on its old port must not find it taken by some client's outgoing connection, which
-    would get its local port from the ephemeral range (binding port 0 picks from there too)."""
-    try:
-        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        low = 32768
-    rng = random.SystemRandom()
-    held: list[socket.socket] = []
-    try:
-        for _ in range(2000):
-            if len(held) == n:
-                break
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            try:
-                s.bind((HOST, rng.randrange(20000, low) if low > 21000 else 0))
-            except OSError:
-                s.close()
-                continue
-            held.append(s)
-        if len(held) < n:
-            raise SecuredClusterError(f"no {n} free ports on {HOST}")
-        return [s.getsockname()[1] for s in held]
-    finally:
-        for s in held:
-            s.close()
+# -- processes ----------------------------------------------------------------------------------
 
 
 _PR_SET_PDEATHSIG = 1
