@@ -4,6 +4,8 @@ Endpoints, in order: `LOGCOUNT_BOOTSTRAP_SERVERS` + `LOGCOUNT_MYSQL_URL` from th
 else testcontainers (Kafka and MySQL 8 containers) when a Docker engine answers; else the
 embedded stack (`logcount stack up`), started here and stopped again if this session started it.
 `LOGCOUNT_TEST_STACK=testcontainers|embedded` insists on one of the last two.
+
+The secured tier and the network tier share one secured cluster per session (`secured_cluster`).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pymysql
 import pytest
@@ -18,6 +21,9 @@ import pytest
 from logcount.core.settings import MySQLUrl
 from tests.support.names import Names
 from tests.support.ports import free_port
+
+if TYPE_CHECKING:
+    from tests.support.cluster import SecuredCluster
 
 
 def pytest_collection_modifyitems(config, items) -> None:
@@ -153,3 +159,36 @@ def mysql_db(endpoints: Endpoints, names: Names) -> Iterator[MySQLUrl]:
         yield url
     finally:
         execute(f"DROP DATABASE IF EXISTS `{url.database}`")
+
+
+_STARTUP = pytest.StashKey[str]()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    if _STARTUP in config.stash:
+        terminalreporter.write_line(config.stash[_STARTUP])
+
+
+@pytest.fixture(scope="session")
+def secured_cluster(tmp_path_factory: pytest.TempPathFactory,
+                    pytestconfig: pytest.Config) -> Iterator[SecuredCluster]:
+    """3 brokers + a KRaft controller, SASL_SSL/SCRAM-SHA-512, ACLs, RF 3 (~15-25 s to start on
+    2 cores). Tests share it, so each uses its own names and leaves it healthy (a test that kills
+    brokers restarts them and waits)."""
+    from tests.support.cluster import SecuredCluster, missing_tools
+
+    reason = missing_tools()
+    if reason:
+        pytest.skip(f"secured cluster unavailable: {reason}")
+    cluster = SecuredCluster(tmp_path_factory.mktemp("secured-cluster"))
+    try:
+        cluster.start()  # stops what it started if it fails
+        phases = ", ".join(f"{k} {v:.1f}s" for k, v in cluster.startup_phases.items())
+        pytestconfig.stash[_STARTUP] = (
+            f"secured cluster: healthy {cluster.startup_s:.1f}s after start ({phases}); "
+            f"{cluster.workdir}")
+        yield cluster
+    finally:
+        cluster.stop()
+        # Nothing may outlive the session, whatever the tests did.
+        assert not cluster.running_pids(), f"left running: {cluster.running_pids()}"

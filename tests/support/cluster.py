@@ -8,7 +8,7 @@ its own session (process group) under `workdir`:
   nothing without ACLs; `admin` (created when the storage is formatted) is the super user;
 - the internal topics run at replication factor 3 / min ISR 2, as a production cluster does;
 - each broker has a second client listener, PROXIED (SASL_SSL too), that advertises a port on
-  which nothing listens until a test puts a fault-injecting proxy there (tests/faults): clients
+  which nothing listens until a test puts a fault-injecting proxy there (tests/network): clients
   bootstrapped at `proxied_bootstrap` then reach every broker only through its proxy, while the
   brokers' own traffic (replication, the controller) stays on their direct listeners.
 
