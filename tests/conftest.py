@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pymysql
@@ -26,10 +27,25 @@ if TYPE_CHECKING:
     from tests.support.cluster import SecuredCluster
 
 
+TESTS = Path(__file__).parent
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
 def pytest_collection_modifyitems(config, items) -> None:
-    """The docker tier runs last: it starts (and stops) a Docker engine and fills both cores with
+    """A test's tier is its folder: tests/unit/ -> the `unit` marker, and so on for every marker
+    pyproject registers; a test outside such a folder is an error, not a test of no tier.
+
+    The docker tier runs last: it starts (and stops) a Docker engine and fills both cores with
     containers, so nothing else should run beside it, and the fixtures' choice of path, made at
     the session's first use, is not changed by the engine it starts."""
+    tiers = {line.split(":")[0].strip() for line in config.getini("markers")}
+    for item in items:
+        if not item.path.is_relative_to(TESTS):
+            continue
+        tier = item.path.relative_to(TESTS).parts[0]
+        if tier not in tiers:
+            raise pytest.UsageError(f"{item.nodeid}: not in a tier's folder (tests/<marker>/)")
+        item.add_marker(tier)
     items.sort(key=lambda item: item.get_closest_marker("docker") is not None)
 
 

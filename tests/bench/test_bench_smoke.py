@@ -9,14 +9,10 @@ at full size (README, Benchmarks), never by a timed test.
 
 import json
 
-import pytest
-
 from logcount.bench.report import CONTENDERS
 from logcount.bench.runner import BENCH_SHAPES, PACED_INTERVAL_S, PARTITION_AXIS
 from logcount.connectors import kafka_io
 from tests.support.run import cli
-
-pytestmark = pytest.mark.bench
 
 LINES = 20_000
 

@@ -9,12 +9,8 @@ Benchmarks).
 
 import json
 
-import pytest
-
 from logcount.bench.soak import SERIES
 from tests.support.run import cli
-
-pytestmark = pytest.mark.bench
 
 SAMPLE_S = 5
 MINUTES = 0.5  # 6 samples: enough to see every series move; the suite runs this each time

@@ -7,15 +7,12 @@ import json
 import random
 from collections import Counter
 
-import pytest
 from confluent_kafka import Producer
 
 from logcount.connectors import kafka_io
 from tests.support.readers import last_totals, read_all
 from tests.support.reference import is_counted, reference_parse
 from tests.support.run import cli, stage_args
-
-pytestmark = pytest.mark.chaos
 
 ONE_MB = 1_000_000
 

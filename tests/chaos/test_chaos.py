@@ -6,8 +6,6 @@ import pytest
 
 from tests.support.harness import ChaosConfig, config_from_env, run_chaos
 
-pytestmark = pytest.mark.chaos
-
 
 @pytest.fixture
 def embedded(endpoints):

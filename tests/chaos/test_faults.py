@@ -15,7 +15,6 @@ from tests.support.inputs import build_input
 from tests.support.readers import end_offsets, group_offsets, held_topics
 from tests.support.run import cli, sink_args, stage_args, start_cli, wait_for
 
-pytestmark = pytest.mark.chaos
 BATCH = 500
 
 

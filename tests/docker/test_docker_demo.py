@@ -33,7 +33,6 @@ from logcount.formats.shapes import synthetic_lines
 from tests.support.metrics import read_metrics
 from tests.support.reference import is_counted, reference_parse
 
-pytestmark = pytest.mark.docker
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "docker-demo.sh"
 SERVICES = yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text())["services"]

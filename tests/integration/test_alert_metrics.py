@@ -10,15 +10,12 @@ import re
 import signal
 from pathlib import Path
 
-import pytest
 import yaml
 
 from tests.support.inputs import build_input
 from tests.support.metrics import families, metric
 from tests.support.ports import free_port
 from tests.support.run import sink_args, stage_args, start_cli, wait_for
-
-pytestmark = pytest.mark.integration
 
 RULES = Path(__file__).resolve().parents[2] / "deploy" / "prometheus" / "alerts.yml"
 # Sample names a healthy process declares (# TYPE) without any sample yet: a labelled counter

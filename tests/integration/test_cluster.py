@@ -17,8 +17,6 @@ from tests.support.exact import assert_exact
 from tests.support.inputs import build_input
 from tests.support.run import ROOT, cli, sink_args, stage_args
 
-pytestmark = pytest.mark.integration
-
 
 @pytest.fixture(scope="module")
 def spark_cluster():

@@ -30,8 +30,6 @@ from tests.support.inputs import write_lines
 from tests.support.readers import read_all
 from tests.support.run import cli, sink_args, stage_args
 
-pytestmark = pytest.mark.integration
-
 N = 1500  # records per shape through `produce --synthetic` (about 1% malformed)
 N_MALFORMED = 120  # malformed records of the shape written besides, so the DLQ sees each kind
 

@@ -17,8 +17,6 @@ from tests.support.inputs import create_topic, minute, write_totals
 from tests.support.ports import free_port
 from tests.support.run import cli
 
-pytestmark = pytest.mark.integration
-
 PASSWORD = "tls-App-Pw1"
 
 

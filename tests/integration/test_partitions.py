@@ -21,8 +21,6 @@ from tests.support.readers import end_offsets, group_offsets, read_all, sink_off
 from tests.support.reference import expectation
 from tests.support.run import cli, sink_args, stage_args, start_cli, wait_for
 
-pytestmark = pytest.mark.integration
-
 PARTITIONS = 256
 IDLE = 6  # the last partitions never get a record
 

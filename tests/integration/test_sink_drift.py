@@ -21,8 +21,6 @@ from tests.support.inputs import create_topic, minute, write_totals
 from tests.support.readers import end_offsets, sink_offsets
 from tests.support.run import cli, sink_args, start_cli, wait_for
 
-pytestmark = pytest.mark.integration
-
 WARNING = "was recreated"
 
 

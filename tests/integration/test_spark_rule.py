@@ -25,8 +25,6 @@ from tests.support.inputs import build_input
 from tests.support.readers import end_offsets
 from tests.support.reference import is_counted, reference_parse
 
-pytestmark = pytest.mark.integration
-
 T = b"2017-07-30 14:09:08 "
 TRICKY = [
     T + b"ERROR some message", T + b"ERROR", T + b"ERROR\r", T + b"ERROR\r\r", T + b"ERROR\n",

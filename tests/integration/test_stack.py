@@ -12,8 +12,6 @@ from logcount.connectors import kafka_io
 from tests.support.readers import read_all
 from tests.support.run import cli
 
-pytestmark = pytest.mark.integration
-
 
 def test_read_committed_sees_the_committed_batch_and_never_the_aborted_one(endpoints, names):
     topic = names.topic("txn")

@@ -7,7 +7,6 @@ import signal
 import time
 from datetime import datetime
 
-import pytest
 from confluent_kafka import Producer
 
 from logcount.connectors import kafka_io
@@ -17,8 +16,6 @@ from tests.support.metrics import metric, read_metrics
 from tests.support.ports import free_port
 from tests.support.readers import end_offsets, group_offsets, read_all, totals_history
 from tests.support.run import cli, sink_args, stage_args, start_cli, wait_for
-
-pytestmark = pytest.mark.integration
 
 
 def test_mixed_input_is_counted_exactly_once(endpoints, names, mysql_db):

@@ -9,7 +9,6 @@ import re
 import subprocess
 import time
 
-import pytest
 from confluent_kafka.admin import OffsetSpec
 
 from logcount.connectors import kafka_io, state_topic
@@ -23,8 +22,6 @@ from tests.support.exact import assert_exact
 from tests.support.inputs import build_input, write_lines
 from tests.support.readers import end_offsets, group_offsets, last_totals, read_all
 from tests.support.run import LOGCOUNT, ROOT, cli, sink_args, stage_args, start_cli, wait_for
-
-pytestmark = pytest.mark.integration
 
 
 def group_tool(bootstrap: str, *args: str) -> str:

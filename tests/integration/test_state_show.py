@@ -10,16 +10,12 @@ import time
 import urllib.error
 import urllib.request
 
-import pytest
-
 from tests.support.inputs import build_input
 from tests.support.metrics import metric
 from tests.support.ports import free_port
 from tests.support.readers import end_offsets, group_offsets
 from tests.support.run import cli, start_cli, wait_for
 from tests.support.run import stage_args as _stage_args
-
-pytestmark = pytest.mark.integration
 
 
 def stage_args(endpoints, names, *extra: str) -> list[str]:

@@ -44,8 +44,6 @@ from tests.support.reference import expectation
 from tests.support.run import start_cli, wait_for
 from tests.support.toxiproxy import Proxy, Toxiproxy, binary
 
-pytestmark = pytest.mark.network
-
 # The bound: a stage and a sink back at work within 15 s of a heal.
 RESUME_LIMIT_S = 15.0
 # ~1,000 lines/s: enough that every batch and every resume carries new data, little enough that

@@ -14,8 +14,6 @@ import pytest
 
 from tests.support.toxiproxy import Proxy, Toxiproxy, binary
 
-pytestmark = pytest.mark.network
-
 
 @pytest.fixture(scope="module")
 def toxiproxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Toxiproxy]:

@@ -16,8 +16,6 @@ from tests.support.ports import free_port
 from tests.support.readers import end_offsets
 from tests.support.run import LOGCOUNT, ROOT, stage_args
 
-pytestmark = pytest.mark.newcomer
-
 
 def run(*args: str, env: dict | None = None, timeout: float = 120) -> tuple[int, str, float]:
     """`logcount ARGS`: (exit code, everything printed, seconds)."""

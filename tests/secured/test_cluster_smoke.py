@@ -30,8 +30,6 @@ from tests.support.cluster import (
     allow,
 )
 
-pytestmark = pytest.mark.secured
-
 QUIET = logging.getLogger("tests.secured.rdkafka")
 ALICE = "alice"
 PREFIX = "alice-"  # alice's topics, groups and transactional ids

@@ -24,8 +24,6 @@ from tests.support.readers import end_offsets, group_offsets, read_all, sink_off
 from tests.support.reference import expectation
 from tests.support.run import cli, start_cli, wait_for
 
-pytestmark = pytest.mark.secured
-
 R, W, D, DC, C = (AclOperation.READ, AclOperation.WRITE, AclOperation.DESCRIBE,
                   AclOperation.DESCRIBE_CONFIGS, AclOperation.CREATE)
 T, G, X = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.TRANSACTIONAL_ID

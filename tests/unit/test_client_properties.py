@@ -20,8 +20,6 @@ from logcount.core.client_properties import (
 )
 from logcount.core.errors import ConfigError
 
-pytestmark = pytest.mark.unit
-
 SECRET = "S3cr3t-pw!"
 PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"

@@ -23,7 +23,6 @@ from logcount.cli import build_parser
 from logcount.core import settings as st
 from tests.support.ports import free_port
 
-pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text())
 SERVICES = COMPOSE["services"]

@@ -3,11 +3,8 @@
 import re
 from pathlib import Path
 
-import pytest
-
 from scripts.gen_readme_reference import render
 
-pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -7,10 +7,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
-pytestmark = pytest.mark.unit
-
 ROOT = Path(__file__).resolve().parents[2]
 # The one import name's folders: logcount/ holds the CLI, core, formats and bench; pipeline/ and
 # connectors/ stay at the top of the repository and install as logcount.pipeline/.connectors.

@@ -10,8 +10,6 @@ from logcount.formats.rule import Malformed, Parsed, minute_label, parse_record
 from logcount.formats.spec import LineFormat
 from tests.support.reference import reference_parse
 
-pytestmark = pytest.mark.unit
-
 DEFAULT = LineFormat()
 
 

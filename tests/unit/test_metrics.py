@@ -10,8 +10,6 @@ from logcount.core.metrics import Health, StageMetrics, serve
 from tests.support.metrics import read_metrics
 from tests.support.ports import free_port
 
-pytestmark = pytest.mark.unit
-
 
 def test_health_fails_only_when_stalled_under_lag():
     h = Health(stall_seconds=10)

@@ -24,7 +24,6 @@ from logcount.formats.shapes import (
 )
 from logcount.formats.spec import LineFormat
 
-pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parents[2]
 ZONES = ("UTC", "America/New_York", "+05:30", "-03:30", "Australia/Lord_Howe")
 

@@ -8,8 +8,6 @@ import pytest
 from logcount.bench import soak
 from logcount.bench.latency import probe_minute
 
-pytestmark = pytest.mark.unit
-
 # `jcmd PID GC.heap_info` of JDK 17, as printed for a stage's driver (Parallel GC) and for the
 # embedded broker (G1), address ranges shortened; the first line is jcmd's own "PID:".
 PARALLEL = """11105:
