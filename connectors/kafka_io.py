@@ -30,7 +30,7 @@ REQUEST_TIMEOUT_S = 15.0
 
 
 # How fast our librdkafka clients give up on a silent link and reconnect: what decides the
-# resume time after a network fault heals (measured with tests/faults). Each is overridable with
+# resume time after a network fault heals (measured with tests/network). Each is overridable with
 # --kafka-config / --client-config.
 NETWORK_DEFAULTS = {
     # A request unanswered for 10 s (librdkafka's default: 60 s) is timed out and its connection

@@ -61,7 +61,7 @@ fetch_jars kafka-streams jvm/kafka-streams  # the bench's kafka_streams_eos (log
 spark_version=$(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("pyspark"))')
 fetch_jars spark-kafka jvm/spark-kafka "-Dspark.version=$spark_version"
 
-# 4. toxiproxy (TCP fault injection for the network-fault tests, tests/faults/toxiproxy.py), built
+# 4. toxiproxy (TCP fault injection for the network-fault tests, tests/support/toxiproxy.py), built
 # with `go install` into .cache/bin; Go's module and build caches stay in .cache/go. Without Go
 # the tests that need it are skipped (under CI=true they fail); a failed build stops the set-up.
 toxiproxy_version=v2.5.0

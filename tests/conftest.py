@@ -4,26 +4,48 @@ Endpoints, in order: `LOGCOUNT_BOOTSTRAP_SERVERS` + `LOGCOUNT_MYSQL_URL` from th
 else testcontainers (Kafka and MySQL 8 containers) when a Docker engine answers; else the
 embedded stack (`logcount stack up`), started here and stopped again if this session started it.
 `LOGCOUNT_TEST_STACK=testcontainers|embedded` insists on one of the last two.
+
+The secured tier and the network tier share one secured cluster per session (`secured_cluster`).
 """
 
 from __future__ import annotations
 
 import os
-import socket
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pymysql
 import pytest
 
 from logcount.core.settings import MySQLUrl
+from tests.support.names import Names
+from tests.support.ports import free_port
+
+if TYPE_CHECKING:
+    from tests.support.cluster import SecuredCluster
 
 
+TESTS = Path(__file__).parent
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
 def pytest_collection_modifyitems(config, items) -> None:
-    """The docker tier runs last: it starts (and stops) a Docker engine and fills both cores with
+    """A test's tier is its folder: tests/unit/ -> the `unit` marker, and so on for every marker
+    pyproject registers; a test outside such a folder is an error, not a test of no tier.
+
+    The docker tier runs last: it starts (and stops) a Docker engine and fills both cores with
     containers, so nothing else should run beside it, and the fixtures' choice of path, made at
     the session's first use, is not changed by the engine it starts."""
+    tiers = {line.split(":")[0].strip() for line in config.getini("markers")}
+    for item in items:
+        if not item.path.is_relative_to(TESTS):
+            continue
+        tier = item.path.relative_to(TESTS).parts[0]
+        if tier not in tiers:
+            raise pytest.UsageError(f"{item.nodeid}: not in a tier's folder (tests/<marker>/)")
+        item.add_marker(tier)
     items.sort(key=lambda item: item.get_closest_marker("docker") is not None)
 
 
@@ -48,12 +70,6 @@ def _docker_answers() -> bool:
 # tier names the logcount-ci/* stand-ins on machines that cannot pull from Docker Hub).
 KAFKA_IMAGE = os.environ.get("LOGCOUNT_TEST_KAFKA_IMAGE", "apache/kafka:4.3.1")
 MYSQL_IMAGE = os.environ.get("LOGCOUNT_TEST_MYSQL_IMAGE", "mysql:8.4")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _kafka_container(host_port: int):
@@ -96,7 +112,7 @@ def _testcontainers() -> Iterator[Endpoints]:
 
     from logcount.connectors.kafka_io import transactional_round_trip
 
-    port = _free_port()
+    port = free_port()
     mysql = MySqlContainer(MYSQL_IMAGE, username="root", password="test", dbname="logcount")
     with _kafka_container(port), mysql:
         bootstrap = f"127.0.0.1:{port}"
@@ -133,32 +149,10 @@ def endpoints() -> Iterator[Endpoints]:
             stack.down(log=lambda line: None)
 
 
-@dataclass(frozen=True)
-class Names:
-    """Unique topic, group, transactional id and database names for one test."""
-
-    prefix: str
-
-    def topic(self, role: str) -> str:
-        return f"{self.prefix}-{role}"
-
-    @property
-    def group(self) -> str:
-        return f"{self.prefix}-group"
-
-    @property
-    def txn_id(self) -> str:
-        return f"{self.prefix}-txn"
-
-    @property
-    def database(self) -> str:
-        return self.prefix.replace("-", "_")
-
-
 @pytest.fixture
 def names(request) -> Names:
     short = request.node.name.split("[")[0].removeprefix("test_")[:20].replace("_", "-")
-    return Names(f"t-{short}-{uuid.uuid4().hex[:8]}")
+    return Names.unique(short)
 
 
 @pytest.fixture
@@ -181,3 +175,36 @@ def mysql_db(endpoints: Endpoints, names: Names) -> Iterator[MySQLUrl]:
         yield url
     finally:
         execute(f"DROP DATABASE IF EXISTS `{url.database}`")
+
+
+_STARTUP = pytest.StashKey[str]()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    if _STARTUP in config.stash:
+        terminalreporter.write_line(config.stash[_STARTUP])
+
+
+@pytest.fixture(scope="session")
+def secured_cluster(tmp_path_factory: pytest.TempPathFactory,
+                    pytestconfig: pytest.Config) -> Iterator[SecuredCluster]:
+    """3 brokers + a KRaft controller, SASL_SSL/SCRAM-SHA-512, ACLs, RF 3 (~15-25 s to start on
+    2 cores). Tests share it, so each uses its own names and leaves it healthy (a test that kills
+    brokers restarts them and waits)."""
+    from tests.support.cluster import SecuredCluster, missing_tools
+
+    reason = missing_tools()
+    if reason:
+        pytest.skip(f"secured cluster unavailable: {reason}")
+    cluster = SecuredCluster(tmp_path_factory.mktemp("secured-cluster"))
+    try:
+        cluster.start()  # stops what it started if it fails
+        phases = ", ".join(f"{k} {v:.1f}s" for k, v in cluster.startup_phases.items())
+        pytestconfig.stash[_STARTUP] = (
+            f"secured cluster: healthy {cluster.startup_s:.1f}s after start ({phases}); "
+            f"{cluster.workdir}")
+        yield cluster
+    finally:
+        cluster.stop()
+        # Nothing may outlive the session, whatever the tests did.
+        assert not cluster.running_pids(), f"left running: {cluster.running_pids()}"

@@ -9,14 +9,10 @@ at full size (README, Benchmarks), never by a timed test.
 
 import json
 
-import pytest
-
 from logcount.bench.report import CONTENDERS
 from logcount.bench.runner import BENCH_SHAPES, PACED_INTERVAL_S, PARTITION_AXIS
 from logcount.connectors import kafka_io
-from tests.helpers import cli
-
-pytestmark = pytest.mark.bench
+from tests.support.run import cli
 
 LINES = 20_000
 
@@ -39,7 +35,7 @@ def test_bench_harness_end_to_end(endpoints, tmp_path):
         assert runs[name]["records"] == want, (name, runs[name])
         assert results["throughput_lines_per_s"][name] > 0
         assert runs[name]["cpu_seconds"] > 0
-        # Cold start and steady state apart (issue 15): every contender shows its first result
+        # Cold start and steady state apart: every contender shows its first result
         # (at this size the stages fit in one batch, so their steady state may be absent).
         assert 0 < runs[name]["cold_start_s"] < runs[name]["wall_seconds"], (name, runs[name])
         assert runs[name]["checkpoints"] >= 1
@@ -75,7 +71,7 @@ def test_bench_harness_end_to_end(endpoints, tmp_path):
     assert set(results["formats"]) == set(BENCH_SHAPES)
     for shape in BENCH_SHAPES:
         assert runs[f"logcount_fmt_{shape}"]["records"] == LINES, shape
-    # The partitions axis (issue #30): every width read every line, its probes all seen.
+    # The partitions axis: every width read every line, its probes all seen.
     for p in PARTITION_AXIS:
         if p != 4:
             assert runs[f"logcount_eos_p{p}"]["records"] == LINES, p

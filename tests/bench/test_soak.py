@@ -9,12 +9,8 @@ Benchmarks).
 
 import json
 
-import pytest
-
 from logcount.bench.soak_analysis import SERIES
-from tests.helpers import cli
-
-pytestmark = pytest.mark.bench
+from tests.support.run import cli
 
 SAMPLE_S = 5
 MINUTES = 0.5  # 6 samples: enough to see every series move; the suite runs this each time

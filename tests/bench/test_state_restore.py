@@ -5,11 +5,7 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from logcount.bench import state_restore
-
-pytestmark = pytest.mark.bench
 
 
 def test_restore_measures_a_state_that_comes_back_whole(endpoints, capsys):

@@ -7,14 +7,12 @@ import json
 import random
 from collections import Counter
 
-import pytest
 from confluent_kafka import Producer
 
 from logcount.connectors import kafka_io
-from tests.helpers import cli, last_totals, read_all, stage_args
-from tests.reference import is_counted, reference_parse
-
-pytestmark = pytest.mark.chaos
+from tests.support.readers import last_totals, read_all
+from tests.support.reference import is_counted, reference_parse
+from tests.support.run import cli, stage_args
 
 ONE_MB = 1_000_000
 

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.chaos.harness import ChaosConfig, config_from_env, run_chaos
-
-pytestmark = pytest.mark.chaos
+from tests.support.harness import ChaosConfig, config_from_env, run_chaos
 
 
 @pytest.fixture
@@ -40,7 +38,7 @@ def test_chaos_at_least_once_is_caught_over_counting(embedded, names, mysql_db, 
 def test_chaos_at_256_partitions_with_stage_sigkills_is_exact(embedded, names, mysql_db,
                                                               tmp_path):
     """A production-shaped input (256 partitions, most batches touching all of them) under stage
-    SIGKILLs and crash points at the worst moments, and sink kills (issue #30): a batch's
+    SIGKILLs and crash points at the worst moments, and sink kills: a batch's
     transaction carries only the partitions it wrote and the offsets that moved, and every
     restart's first commit sends all 256 offsets; the checker must still find it exact."""
     cfg = ChaosConfig(lines=60_000, partitions=256, stage_sigkills=5, stage_sigterms=1,

@@ -10,20 +10,11 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from logcount.pipeline.crash import CRASH_EXIT_CODE, POINTS
-from tests.helpers import (
-    cli,
-    end_offsets,
-    group_offsets,
-    held_topics,
-    sink_args,
-    stage_args,
-    start_cli,
-    wait_for,
-)
-from tests.integration.input_builder import build_input
-from tests.integration.test_stage import assert_exact
+from tests.support.exact import assert_exact
+from tests.support.inputs import build_input
+from tests.support.readers import end_offsets, group_offsets, held_topics
+from tests.support.run import cli, sink_args, stage_args, start_cli, wait_for
 
-pytestmark = pytest.mark.chaos
 BATCH = 500
 
 
@@ -43,7 +34,8 @@ def test_crash_point_then_restart_is_exact(endpoints, names, mysql_db, point):
     assert done == (2 if point == "after_commit" else 1) * BATCH
     cli(*stage_args(endpoints, names, "--once", "--max-records-per-batch", str(BATCH)))
     cli(*sink_args(endpoints, names, mysql_db, "--once"))
-    assert_exact(endpoints, names, inp, mysql_db)
+    assert_exact(endpoints.bootstrap, names, inp.expected, url=mysql_db,
+                 malformed=inp.malformed, sink_at_end=True)
 
 
 def test_a_zombie_stage_is_fenced_and_results_stay_exact(endpoints, names, mysql_db, tmp_path):
@@ -71,7 +63,8 @@ def test_a_zombie_stage_is_fenced_and_results_stay_exact(endpoints, names, mysql
             if p is not None and p.poll() is None:
                 p.kill()
     cli(*sink_args(endpoints, names, mysql_db, "--once"))
-    assert_exact(endpoints, names, inp, mysql_db)
+    assert_exact(endpoints.bootstrap, names, inp.expected, url=mysql_db,
+                 malformed=inp.malformed, sink_at_end=True)
 
 
 def _state(pid: int) -> str:
@@ -130,7 +123,8 @@ def test_a_stage_hung_past_the_transaction_timeout_is_aborted_by_the_broker(
             stage.kill()
     cli(*stage_args(endpoints, names, "--once"))
     cli(*sink_args(endpoints, names, mysql_db, "--once"))
-    assert_exact(endpoints, names, inp, mysql_db)
+    assert_exact(endpoints.bootstrap, names, inp.expected, url=mysql_db,
+                 malformed=inp.malformed, sink_at_end=True)
 
 
 def test_a_hung_kafka_call_replaces_the_clients_and_stays_exact(endpoints, names, mysql_db):
@@ -150,7 +144,8 @@ def test_a_hung_kafka_call_replaces_the_clients_and_stays_exact(endpoints, names
     assert sum(group_offsets(endpoints.bootstrap, names.group, names.topic("in")).values()) \
         == sum(end_offsets(endpoints.bootstrap, names.topic("in")).values())
     cli(*sink_args(endpoints, names, mysql_db, "--once"))
-    assert_exact(endpoints, names, inp, mysql_db)
+    assert_exact(endpoints.bootstrap, names, inp.expected, url=mysql_db,
+                 malformed=inp.malformed, sink_at_end=True)
 
 
 def test_an_unreachable_broker_is_retried_then_one_clear_line():

@@ -3,8 +3,8 @@
 `scripts/docker-demo.sh up` from scratch (engine, Compose, images, `docker/compose.yaml`) on a
 busy machine: host ports 8080, 9108 and 9109 (the ones the demo used to publish) are held by this
 module for the whole run. Then the table is checked against an expectation recomputed here with
-the independent parser of tests/reference.py, the Spark UI at the URL `up` printed, the metrics of
-the stage and the sink at the ports Docker chose, and the reader's output. Then the stage
+the independent parser of tests/support/reference.py, the Spark UI at the URL `up` printed, the
+metrics of the stage and the sink at the ports Docker chose, and the reader's output. Then the stage
 is killed twice while a second load arrives (`docker kill`, which an operator restarts, and a
 SIGKILL of its process, which the restart policy restarts) and the table must be exact again.
 With the engine up, the integration tier's core runs through testcontainers on the same images.
@@ -28,12 +28,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from prometheus_client.parser import text_string_to_metric_families
 
 from logcount.formats.shapes import synthetic_lines
-from tests.reference import is_counted, reference_parse
+from tests.support.metrics import read_metrics
+from tests.support.reference import is_counted, reference_parse
 
-pytestmark = pytest.mark.docker
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "docker-demo.sh"
 SERVICES = yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text())["services"]
@@ -86,13 +85,6 @@ def wait_until(pred, timeout_s: float, what: str, step_s: float = 3.0):
             return value
         time.sleep(step_s)
     raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")
-
-
-def metrics(port: int) -> dict[str, float]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
-        text = r.read().decode()
-    return {s.name: s.value for fam in text_string_to_metric_families(text) for s in fam.samples
-            if not s.labels}
 
 
 def host_port(service: str) -> int | None:
@@ -177,11 +169,11 @@ def test_the_spark_ui_is_at_the_url_up_printed_not_on_the_busy_port(demo, busy_p
 
 def test_the_metrics_of_the_stage_and_the_sink(demo):
     n, _ = _generator_load()
-    stage = metrics(host_port("stage"))
+    stage = read_metrics(host_port("stage"), timeout=10)
     assert stage["logcount_records_read_total"] == n
     assert stage["logcount_batches_committed_total"] >= 1
     assert stage["logcount_malformed_records_total"] > 0  # the generator writes ~1 % malformed
-    sink = metrics(host_port("sink"))
+    sink = read_metrics(host_port("sink"), timeout=10)
     assert sink["logcount_sink_records_applied_total"] >= 1
     assert sink["logcount_sink_batches_written_total"] >= 1
 

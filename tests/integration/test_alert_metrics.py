@@ -8,18 +8,14 @@ from __future__ import annotations
 
 import re
 import signal
-import socket
-import urllib.request
 from pathlib import Path
 
-import pytest
 import yaml
-from prometheus_client.parser import text_string_to_metric_families
 
-from tests.helpers import sink_args, stage_args, start_cli, wait_for
-from tests.integration.input_builder import build_input
-
-pytestmark = pytest.mark.integration
+from tests.support.inputs import build_input
+from tests.support.metrics import families, metric
+from tests.support.ports import free_port
+from tests.support.run import sink_args, stage_args, start_cli, wait_for
 
 RULES = Path(__file__).resolve().parents[2] / "deploy" / "prometheus" / "alerts.yml"
 # Sample names a healthy process declares (# TYPE) without any sample yet: a labelled counter
@@ -41,31 +37,13 @@ def rule_metric_names() -> set[str]:
 
 def scrape(port: int) -> tuple[set[str], set[str]]:
     """(names with samples, names only declared) in a /metrics answer."""
-    # A local HTTP server answering from memory: 5 s is a wedged process, not a slow one.
-    body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
     sampled: set[str] = set()
     declared: set[str] = set()
-    for family in text_string_to_metric_families(body):
+    for family in families(port):
         sampled |= {s.name for s in family.samples}
         if not family.samples:
             declared |= {family.name + suffix for suffix in _SUFFIXES.get(family.type, ("",))}
     return sampled, declared
-
-
-def _value(port: int, name: str) -> float:
-    try:
-        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics",
-                                      timeout=5).read().decode()  # as in scrape()
-    except OSError:  # not listening yet: the process is still starting
-        return 0.0
-    return sum(s.value for f in text_string_to_metric_families(body) for s in f.samples
-               if s.name == name)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _stop(proc) -> None:
@@ -84,18 +62,19 @@ def test_every_metric_the_alert_rules_name_is_exported(endpoints, names, mysql_d
     # healthy stage gets a sample.
     build_input(endpoints.bootstrap, names.topic("in"), names.txn_id + "-producer",
                 n_plain=200, n_txn=60)
-    stage_port, sink_port = _free_port(), _free_port()
+    stage_port, sink_port = free_port(), free_port()
     stage = start_cli(*stage_args(endpoints, names, "--metrics-port", str(stage_port),
                                   "--trigger-interval", "0.2"), log_path=tmp_path / "stage.log")
     sink = None
     try:
         # A cold Spark start on a loaded 2-core machine: up to minutes before the first commit.
-        wait_for(lambda: _value(stage_port, "logcount_batches_committed_total") >= 1,
+        # 0 while a process is not listening yet.
+        wait_for(lambda: metric(stage_port, "logcount_batches_committed_total", down=0.0) >= 1,
                  timeout_s=180, what="the stage's first commit")
         sink = start_cli(*sink_args(endpoints, names, mysql_db, "--metrics-port",
                                     str(sink_port)), log_path=tmp_path / "sink.log")
         # The sink starts in seconds; its first write follows its first poll (0.5 s).
-        wait_for(lambda: _value(sink_port, "logcount_sink_batches_written_total") >= 1,
+        wait_for(lambda: metric(sink_port, "logcount_sink_batches_written_total", down=0.0) >= 1,
                  timeout_s=60, what="the sink's first MySQL write")
         stage_sampled, stage_declared = scrape(stage_port)
         sink_sampled, sink_declared = scrape(sink_port)

@@ -13,11 +13,9 @@ import pytest
 
 from logcount.connectors import stack
 from logcount.core.paths import jars_dir
-from tests.helpers import ROOT, cli, sink_args, stage_args
-from tests.integration.input_builder import build_input
-from tests.integration.test_stage import assert_exact
-
-pytestmark = pytest.mark.integration
+from tests.support.exact import assert_exact
+from tests.support.inputs import build_input
+from tests.support.run import ROOT, cli, sink_args, stage_args
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +48,8 @@ def test_stage_on_a_standalone_cluster_is_exact(endpoints, names, mysql_db, spar
                            "--master", spark_cluster))
     assert "batch 2 committed" in proc.stderr
     cli(*sink_args(endpoints, names, mysql_db, "--once"))
-    assert_exact(endpoints, names, inp, mysql_db)
+    assert_exact(endpoints.bootstrap, names, inp.expected, url=mysql_db,
+                 malformed=inp.malformed, sink_at_end=True)
     done = [a for a in _master_state().get("completedapps", []) if a["id"] not in apps_before]
     assert len(done) == 1 and done[0]["name"] == "logcount", "the job must have run on the cluster"
     assert done[0]["cores"] == 2, "both workers' cores must have served the job"
@@ -81,7 +80,8 @@ def test_spark_submit_runs_the_stage_on_the_cluster_exactly(endpoints, names, my
     assert proc.returncode == 0, out[-4000:]
     assert "(from spark-submit)" in out and "batch 2 committed" in out
     cli(*sink_args(endpoints, names, mysql_db, "--once"))
-    assert_exact(endpoints, names, inp, mysql_db)
+    assert_exact(endpoints.bootstrap, names, inp.expected, url=mysql_db,
+                 malformed=inp.malformed, sink_at_end=True)
     done = [a for a in _master_state().get("completedapps", []) if a["id"] not in apps_before]
     assert len(done) == 1 and done[0]["name"] == "logcount"
 

@@ -16,9 +16,7 @@ import json
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
 
-from logcount.connectors.mysql_sink import read_table
 from logcount.formats.rule import REASONS
 from logcount.formats.shapes import (
     RUN_FLAGS,
@@ -27,17 +25,10 @@ from logcount.formats.shapes import (
     synthetic_records,
 )
 from logcount.formats.spec import parse_levels
-from tests.helpers import (
-    cli,
-    end_offsets,
-    group_offsets,
-    last_totals,
-    read_all,
-    sink_args,
-    stage_args,
-)
-
-pytestmark = pytest.mark.integration
+from tests.support.exact import assert_exact
+from tests.support.inputs import write_lines
+from tests.support.readers import last_totals, read_all
+from tests.support.run import cli, sink_args, stage_args
 
 N = 1500  # records per shape through `produce --synthetic` (about 1% malformed)
 N_MALFORMED = 120  # malformed records of the shape written besides, so the DLQ sees each kind
@@ -47,36 +38,22 @@ def _flag(flags: list[str], name: str, default: str) -> str:
     return flags[flags.index(name) + 1] if name in flags else default
 
 
-def assert_exact(endpoints, names, url, expected: dict[str, int], malformed: set[bytes],
+def assert_shape_exact(endpoints, names, url, expected: dict[str, int], malformed: set[bytes],
                  n_malformed: int, level_label: str) -> None:
     """Output topic, MySQL and DLQ against an expectation known by construction."""
-    out = read_all(endpoints.bootstrap, names.topic("out"))
-    assert last_totals(out) == expected, "output topic (last total per minute)"
-    assert {json.loads(m.value())["level"] for m in out} == {level_label}
-    assert read_table(url) == expected, "MySQL error_log"
-    ends = end_offsets(endpoints.bootstrap, names.topic("in"))
-    assert group_offsets(endpoints.bootstrap, names.group, names.topic("in")) == ends
-
     values = {(m.partition(), m.offset()): m.value() or b""
               for m in read_all(endpoints.bootstrap, names.topic("in"))}
     want = {ref for ref, v in values.items() if v in malformed}
     assert len(want) == n_malformed, "every malformed record generated is in the input"
+    assert_exact(endpoints.bootstrap, names, expected, url=url, malformed=want)
+    out = read_all(endpoints.bootstrap, names.topic("out"))
+    assert {json.loads(m.value())["level"] for m in out} == {level_label}
     dlq = [json.loads(m.value()) for m in read_all(endpoints.bootstrap, names.topic("dlq"))]
-    refs = [(d["partition"], d["offset"]) for d in dlq]
-    assert len(refs) == len(set(refs)), "a record is in the DLQ more than once"
-    assert set(refs) == want, "the DLQ holds exactly the malformed records"
     for d in dlq:
         raw = values[(d["partition"], d["offset"])]
-        assert d["topic"] == names.topic("in") and d["reason"] in REASONS, d
+        assert d["reason"] in REASONS, d
         assert d["raw_length"] == len(raw)
         assert base64.b64decode(d["raw_prefix_base64"]) == raw[:256]
-
-
-def write(bootstrap: str, topic: str, values: list[bytes]) -> None:
-    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
-    for v in values:
-        p.produce(topic, v)
-    assert p.flush(60) == 0
 
 
 # (shape, the zone its zone-less times are written in, extra `run` flags)
@@ -119,12 +96,13 @@ def test_each_shape_is_counted_exactly(endpoints, names, mysql_db, tmp_path, sha
         "--synthetic", str(N), "--shape", shape, "--seed", str(seed), "--timezone", zone,
         "--level", level, "--expect", str(expect))
     assert json.loads(expect.read_text()) == expected, "produce --expect"
-    write(endpoints.bootstrap, names.topic("in"), [r.value for r in extra_bad])
+    write_lines(endpoints.bootstrap, names.topic("in"), [r.value for r in extra_bad])
 
     run_flags = [*flags, *(("--timezone", zone) if shape in ZONELESS and zone != "UTC" else ())]
     cli(*stage_args(endpoints, names, "--once", *run_flags))
     cli(*sink_args(endpoints, names, mysql_db, "--once"))
-    assert_exact(endpoints, names, mysql_db, expected, malformed, n_malformed, ",".join(levels))
+    assert_shape_exact(endpoints, names, mysql_db, expected, malformed, n_malformed,
+                       ",".join(levels))
 
 
 @pytest.mark.parametrize("zone", ["UTC", "Asia/Tokyo"])
@@ -203,7 +181,7 @@ def test_zone_less_times_in_a_timezone(endpoints, names, mysql_db, tmp_path, zon
 
     cli(*stage_args(endpoints, names, "--once", "--timezone", zone))
     cli(*sink_args(endpoints, names, mysql_db, "--once"))
-    assert_exact(endpoints, names, mysql_db, expected, set(BAD), len(BAD), "ERROR")
+    assert_shape_exact(endpoints, names, mysql_db, expected, set(BAD), len(BAD), "ERROR")
 
 
 def test_a_regex_only_java_reads_is_one_line_for_produce_expect(tmp_path: Path):

@@ -5,7 +5,6 @@ that does not speak TLS: one line each, at once."""
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -14,10 +13,9 @@ import pymysql
 import pytest
 
 from logcount.core.settings import MySQLUrl
-from tests.helpers import cli
-from tests.integration.test_sink_drift import create_topic, minute, write_totals
-
-pytestmark = pytest.mark.integration
+from tests.support.inputs import create_topic, minute, write_totals
+from tests.support.ports import free_port
+from tests.support.run import cli
 
 PASSWORD = "tls-App-Pw1"
 
@@ -39,12 +37,6 @@ def make_server_cert(d: Path, ca: str) -> tuple[Path, Path]:
     _openssl("x509", "-req", "-in", "server.csr", "-CA", f"{ca}.pem", "-CAkey", f"{ca}.key",
              "-CAcreateserial", "-days", "2", "-extfile", "san.cnf", "-out", "server.pem", cwd=d)
     return d / "server.pem", d / "server.key"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

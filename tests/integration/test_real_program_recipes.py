@@ -33,10 +33,10 @@ import pytest
 
 from logcount.connectors import kafka_io
 from logcount.core.paths import home
-from tests.conftest import Names
-from tests.helpers import cli, last_totals, read_all, stage_args, wait_for
-
-pytestmark = pytest.mark.integration
+from tests.support.names import Names
+from tests.support.ports import free_port
+from tests.support.readers import last_totals, read_all
+from tests.support.run import cli, stage_args, wait_for
 
 # A line as the test reads it: (its time, zone included; its level), or None when the recipe must
 # send it to the DLQ.
@@ -50,11 +50,6 @@ def _tool(name: str, path: str | None = None) -> str:
             f"{name} not found: run scripts/setup.sh")
     return str(found)
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextmanager
@@ -263,7 +258,7 @@ def test_prometheus_logfmt(endpoints, names, tmp_path):
         "scrape_configs: [{job_name: gone, static_configs: [{targets: ['127.0.0.1:9']}]}]\n")
     log = tmp_path / "prometheus.log"
     cmd = [prometheus, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-           f"--web.listen-address=127.0.0.1:{_free_port()}", "--log.level=debug"]
+           f"--web.listen-address=127.0.0.1:{free_port()}", "--log.level=debug"]
     with open(log, "wb") as err, _running(cmd, stdout=subprocess.DEVNULL, stderr=err) as proc:
         wait_for(lambda: b"Server is ready" in log.read_bytes(), 60, what="prometheus ready")
         config.write_text("scrape_configs: [\n")
@@ -293,7 +288,7 @@ def test_toxiproxy_zerolog(endpoints, names, tmp_path):
     """toxiproxy (its zerolog writes UTC times, whatever TZ says): a proxy to a closed port
     taken by clients (error), a listen address in use (warn), bad API calls (debug)."""
     server = _tool("toxiproxy-server", str(home() / ".cache" / "bin" / "toxiproxy-server"))
-    api, listen = _free_port(), _free_port()
+    api, listen = free_port(), free_port()
     log = tmp_path / "toxiproxy.log"
     with open(log, "wb") as out, _running([server, "-host", "127.0.0.1", "-port", str(api)],
                                           stdout=out, stderr=subprocess.STDOUT):
@@ -344,7 +339,7 @@ def test_http_server_access_log(endpoints, names, tmp_path):
     HTTP version (505), a garbled request line (400) and a request line with a quote in it."""
     (tmp_path / "www").mkdir()
     (tmp_path / "www" / "index.html").write_text("hi\n")
-    port = _free_port()
+    port = free_port()
     log = tmp_path / "http.log"
     cmd = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
            "--directory", str(tmp_path / "www")]

@@ -4,13 +4,10 @@ producer, as the stage does) and run the real `logcount sink --once` against it.
 
 from __future__ import annotations
 
-import json
 import signal
 
 import pymysql
 import pytest
-from confluent_kafka import KafkaException, Producer
-from confluent_kafka.admin import NewTopic
 
 from logcount.connectors import kafka_io
 from logcount.connectors.mysql_sink import (
@@ -20,35 +17,11 @@ from logcount.connectors.mysql_sink import (
     read_table,
 )
 from logcount.core.errors import TopicChangedError
-from tests.helpers import cli, end_offsets, sink_args, sink_offsets, start_cli, wait_for
-
-pytestmark = pytest.mark.integration
+from tests.support.inputs import create_topic, minute, write_totals
+from tests.support.readers import end_offsets, sink_offsets
+from tests.support.run import cli, sink_args, start_cli, wait_for
 
 WARNING = "was recreated"
-
-
-def minute(i: int) -> str:
-    return f"2024-05-{1 + i // 1440:02d} {i // 60 % 24:02d}:{i % 60:02d}:00"
-
-
-def create_topic(bootstrap: str, topic: str) -> str:
-    """Create `topic` compacted with 2 partitions (retrying while a deletion of the same name
-    is still settling); return its id."""
-    adm = kafka_io.admin(bootstrap)
-
-    def created() -> bool:
-        fut = adm.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1,
-                                          config={"cleanup.policy": "compact"})])[topic]
-        try:
-            fut.result(timeout=15)
-            return True
-        except KafkaException:  # still marked for deletion: try again
-            return False
-
-    wait_for(created, timeout_s=30, step_s=0.5, what=f"creating {topic}")
-    return wait_for(lambda: kafka_io.partitions_of(adm, topic) == [0, 1]
-                    and kafka_io.topic_ids(adm, [topic])[topic],
-                    timeout_s=30, what=f"{topic} to appear")
 
 
 def delete_topic(bootstrap: str, topic: str) -> None:
@@ -57,18 +30,6 @@ def delete_topic(bootstrap: str, topic: str) -> None:
     wait_for(lambda: kafka_io.partitions_of(adm, topic) is None
              and kafka_io.topic_ids(adm, [topic])[topic] is None,
              timeout_s=30, what=f"{topic} to be gone")
-
-
-def write_totals(bootstrap: str, topic: str, totals: dict[str, int], txn_id: str) -> None:
-    """Publish the totals in one committed transaction, keyed by minute as the stage does."""
-    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id,
-                  "transaction.timeout.ms": 30000, "log_level": 3})
-    p.init_transactions(30)
-    p.begin_transaction()
-    for log_time, count in totals.items():
-        p.produce(topic, key=log_time.encode(), value=json.dumps(
-            {"log_time": log_time, "log_count": count, "level": "ERROR"}).encode())
-    p.commit_transaction(30)
 
 
 def recreate(endpoints, names, totals: dict[str, int]) -> tuple[str, str]:

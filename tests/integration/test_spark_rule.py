@@ -3,8 +3,8 @@ independent reference and against its pure twin (logcount/formats/rule.py).
 
 The rule's tests need no Kafka: the same plan runs on a DataFrame of (partition, offset, value)
 built in memory, over tricky lines and thousands of generated ones, and must agree line by line
-with tests/reference.py on what is malformed and per minute on what is counted, and, for every
-format kind, with formats.rule.parse_record on each record's reason, minute and counted flag.
+with tests/support/reference.py on what is malformed and per minute on what is counted, and, for
+every format kind, with formats.rule.parse_record on each record's reason, minute and counted flag.
 The last tests read a real topic: a batch's two shapes (one task, or a scan per partition with
 exchanges) must give the same result.
 """
@@ -22,13 +22,11 @@ from logcount.formats.spec import LineFormat
 from logcount.pipeline.job import batch_frame, batch_result, compute_batch, projections, read_ranges
 from logcount.pipeline.offsets import OffsetRange
 from logcount.pipeline.totals import minute_index
-from tests.helpers import end_offsets
-from tests.integration.format_corpus import FORMATS, corpus
-from tests.integration.input_builder import build_input
-from tests.integration.pattern_corpus import Tok, pattern_text, patterns, text_for
-from tests.reference import is_counted, reference_parse
-
-pytestmark = pytest.mark.integration
+from tests.support.corpus import FORMATS, corpus
+from tests.support.inputs import build_input
+from tests.support.pattern_corpus import Tok, pattern_text, patterns, text_for
+from tests.support.readers import end_offsets
+from tests.support.reference import is_counted, reference_parse
 
 T = b"2017-07-30 14:09:08 "
 TRICKY = [
@@ -145,9 +143,9 @@ def twin_disagreements(spark, fmt: LineFormat, lines: list[bytes]) -> list[tuple
 @pytest.mark.parametrize("interpreted", [False, True], ids=["generated", "interpreted"])
 @pytest.mark.parametrize("name", list(FORMATS))
 def test_the_spark_plan_and_the_pure_twin_agree_on_every_record(spark, name, interpreted):
-    """Issue 26 item 12: for every kind of format (the default rule with its fast path and under
+    """For every kind of format (the default rule with its fast path and under
     IANA zones and offsets, --line-regex with and without --time-pattern, JSON envelopes,
-    structured JSON), generated records near every edge (tests/integration/format_corpus.py)
+    structured JSON), generated records near every edge (tests/support/corpus.py)
     get the same DLQ reason from both, or the same UTC minute and counted flag; with the row
     projections generated and interpreted alike (a batch of few records per range runs
     interpreted: pipeline/job.py batch_shape)."""
@@ -255,7 +253,7 @@ PATTERN_ZONES = ("UTC", "+05:30", "America/New_York", "-10:00")
                  Tok("lit", " "), Tok("opt", inner=(Tok("lit", " "),)), Tok("H"), Tok("lit", ":"),
                  Tok("mm"), Tok("lit", ":"), Tok("ss")], seed=43, zone="Asia/Tokyo")
 def test_generated_patterns_are_read_alike_by_the_plan_and_the_twin(spark, tokens, seed, zone):
-    """Patterns as well as lines are generated (tests/integration/pattern_corpus.py): every
+    """Patterns as well as lines are generated (tests/support/pattern_corpus.py): every
     letter and width --time-pattern takes, quoted text, optional sections, adjacent numbers and
     zones, each with time texts near its edges. Every pattern the flags accept is read alike
     by Spark's try_to_timestamp and the twin's parser, line by line."""

@@ -9,9 +9,8 @@ import pytest
 from confluent_kafka import Producer
 
 from logcount.connectors import kafka_io
-from tests.helpers import cli, read_all
-
-pytestmark = pytest.mark.integration
+from tests.support.readers import read_all
+from tests.support.run import cli
 
 
 def test_read_committed_sees_the_committed_batch_and_never_the_aborted_one(endpoints, names):

@@ -8,10 +8,7 @@ import json
 import re
 import subprocess
 import time
-from collections import Counter
 
-import pytest
-from confluent_kafka import Producer
 from confluent_kafka.admin import OffsetSpec
 
 from logcount.connectors import kafka_io, state_topic
@@ -21,22 +18,10 @@ from logcount.core.paths import jars_dir
 from logcount.pipeline.state import state_topic_name
 from logcount.pipeline.state_view import NO_TOPIC
 from logcount.pipeline.totals import hour_key, minute_index
-from tests.helpers import (
-    LOGCOUNT,
-    ROOT,
-    cli,
-    end_offsets,
-    group_offsets,
-    last_totals,
-    read_all,
-    sink_args,
-    stage_args,
-    start_cli,
-    wait_for,
-)
-from tests.integration.input_builder import build_input
-
-pytestmark = pytest.mark.integration
+from tests.support.exact import assert_exact
+from tests.support.inputs import build_input, write_lines
+from tests.support.readers import end_offsets, group_offsets, last_totals, read_all
+from tests.support.run import LOGCOUNT, ROOT, cli, sink_args, stage_args, start_cli, wait_for
 
 
 def group_tool(bootstrap: str, *args: str) -> str:
@@ -127,13 +112,6 @@ def started(endpoints, names, *extra: str):
     return proc, predict["action"]
 
 
-def assert_exact(endpoints, names, expected: Counter) -> None:
-    out = read_all(endpoints.bootstrap, names.topic("out"))
-    assert last_totals(out) == dict(expected), "output topic (last per key)"
-    ends = end_offsets(endpoints.bootstrap, names.topic("in"))
-    assert group_offsets(endpoints.bootstrap, names.group, names.topic("in")) == ends
-
-
 def more_input(endpoints, names, seed: int):
     return build_input(endpoints.bootstrap, names.topic("in"), f"{names.txn_id}-p{seed}",
                        n_plain=400, n_txn=120, seed=seed)
@@ -153,7 +131,7 @@ def test_deleted_group_and_deleted_partition_offsets_are_repaired_exactly(endpoi
     assert action == "repair"
     warned = [w for w in warnings_in(proc) if "no committed offsets" in w]
     assert len(warned) == 1 and "no committed offsets for p0, p1, p2, p3" in warned[0], warned
-    assert_exact(endpoints, names, a.expected + b.expected)
+    assert_exact(endpoints.bootstrap, names, a.expected + b.expected)
     # Then one partition's offset only (kafka-consumer-groups --delete-offsets).
     group_tool(endpoints.bootstrap, "--delete-offsets", "--group", names.group,
                "--topic", f"{names.topic('in')}:1")
@@ -162,7 +140,7 @@ def test_deleted_group_and_deleted_partition_offsets_are_repaired_exactly(endpoi
     assert action == "repair"
     warned = [w for w in warnings_in(proc) if "no committed offsets" in w]
     assert len(warned) == 1 and "no committed offsets for p1 " in warned[0], warned
-    assert_exact(endpoints, names, a.expected + b.expected + c.expected)
+    assert_exact(endpoints.bootstrap, names, a.expected + b.expected + c.expected)
 
 
 def test_reset_group_offsets_are_refused_with_partition_and_both_offsets(endpoints, names):
@@ -186,7 +164,7 @@ def test_a_recreated_output_topic_is_recounted_and_the_sink_follows(endpoints, n
     proc, action = started(endpoints, names)
     assert action == "repair"
     assert any("was recreated" in w for w in warnings_in(proc)), proc.stderr[-3000:]
-    assert_exact(endpoints, names, a.expected + b.expected)
+    assert_exact(endpoints.bootstrap, names, a.expected + b.expected)
     sink = cli(*sink_args(endpoints, names, mysql_db, "--once"))
     assert any("recreated" in w for w in warnings_in(sink)), sink.stderr[-3000:]
     assert read_table(mysql_db) == dict(a.expected + b.expected), "MySQL after the recount"
@@ -286,31 +264,23 @@ def test_two_stages_with_default_transactional_ids_run_side_by_side(endpoints, n
         assert last_totals(out) == dict(inp.expected), f"stage {who}"
 
 
-def _lines(bootstrap: str, topic: str, lines: list[str]) -> None:
-    kafka_io.ensure_topic(kafka_io.admin(bootstrap), topic, 1)
-    p = Producer({"bootstrap.servers": bootstrap})
-    for line in lines:
-        p.produce(topic, line.encode(), partition=0)
-    assert p.flush(30) == 0
-
-
 def test_lateness_horizon_sends_late_lines_to_the_dlq_and_evicts_old_hours(endpoints, names):
     topic, horizon = names.topic("in"), ("--lateness-horizon", "30m", "--input-partitions", "1")
     stt = state_topic_name(names.topic("out"))
-    _lines(endpoints.bootstrap, topic, ["2017-07-30 10:05:00 ERROR early",
-                                        "2017-07-30 12:10:00 ERROR sets the watermark"])
+    write_lines(endpoints.bootstrap, topic, ["2017-07-30 10:05:00 ERROR early",
+                                             "2017-07-30 12:10:00 ERROR sets the watermark"], 1)
     cli(*stage_args(endpoints, names, "--once", *horizon))
     # The watermark is 12:10, so 11:40 is the first minute that is not late. A bogus future
     # line is counted but must not move it; hour 10 (all before 11:40) has left the state.
-    _lines(endpoints.bootstrap, topic, ["2017-07-30 11:30:00 ERROR late",
-                                        "2017-07-30 11:50:00 ERROR in time",
-                                        "2099-01-01 00:00:00 ERROR bogus future"])
+    write_lines(endpoints.bootstrap, topic, ["2017-07-30 11:30:00 ERROR late",
+                                             "2017-07-30 11:50:00 ERROR in time",
+                                             "2099-01-01 00:00:00 ERROR bogus future"], 1)
     cli(*stage_args(endpoints, names, "--once", *horizon))
     report = shown(endpoints, names, *horizon)
     assert (report["watermark"], report["closed_before"]) == ("2017-07-30 12:10:00",
                                                                "2017-07-30 11:00:00"), report
     assert report["minutes"] == 3 and report["hours"] == 3, report  # 11:50, 12:10 and 2099
-    _lines(endpoints.bootstrap, topic, ["2017-07-30 11:45:00 ERROR still in time"])
+    write_lines(endpoints.bootstrap, topic, ["2017-07-30 11:45:00 ERROR still in time"], 1)
     proc = cli(*stage_args(endpoints, names, "--once", *horizon))
     assert "late 0" in proc.stderr
     totals = last_totals(read_all(endpoints.bootstrap, names.topic("out")))

@@ -6,18 +6,16 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import time
 import urllib.error
 import urllib.request
 
-import pytest
-
-from tests.helpers import cli, end_offsets, group_offsets, start_cli, wait_for
-from tests.helpers import stage_args as _stage_args
-from tests.integration.input_builder import build_input
-
-pytestmark = pytest.mark.integration
+from tests.support.inputs import build_input
+from tests.support.metrics import metric
+from tests.support.ports import free_port
+from tests.support.readers import end_offsets, group_offsets
+from tests.support.run import cli, start_cli, wait_for
+from tests.support.run import stage_args as _stage_args
 
 
 def stage_args(endpoints, names, *extra: str) -> list[str]:
@@ -91,12 +89,6 @@ def test_beside_a_running_stage_it_reads_a_consistent_state_and_fences_nobody(
     assert "fenced" not in log.read_text().lower()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _get(url: str) -> tuple[int, str]:
     try:
         with urllib.request.urlopen(url, timeout=5) as resp:
@@ -108,18 +100,13 @@ def _get(url: str) -> tuple[int, str]:
 def test_a_refused_stage_holds_its_metrics_up_then_exits_2(endpoints, names, tmp_path):
     build_input(endpoints.bootstrap, names.topic("in"), names.txn_id, 200, 40)
     cli(*stage_args(endpoints, names, "--once"))
-    port, log = _free_port(), tmp_path / "refused.log"
+    port, log = free_port(), tmp_path / "refused.log"
     stage = start_cli(*_stage_args(endpoints, names, "--once", "--level", "WARN",
                                    "--metrics-port", str(port), "--refusal-hold-seconds", "300"),
                       log_path=log)
     try:
-        def refused_metric() -> bool:
-            try:
-                return "logcount_stage_start_refused 1.0" in _get(
-                    f"http://127.0.0.1:{port}/metrics")[1]
-            except OSError:
-                return False
-        wait_for(refused_metric, 120, what="logcount_stage_start_refused 1")
+        wait_for(lambda: metric(port, "logcount_stage_start_refused", down=0.0) == 1, 120,
+                 what="logcount_stage_start_refused 1")
         code, body = _get(f"http://127.0.0.1:{port}/healthz")
         assert code == 503 and "counts level ERROR, not WARN" in json.loads(body)["refused"]
         t0 = time.monotonic()

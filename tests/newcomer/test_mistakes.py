@@ -5,7 +5,6 @@ created or written where it should not be, and that no secret appears in what wa
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import time
 
@@ -13,9 +12,9 @@ import pymysql
 import pytest
 
 from logcount.connectors import kafka_io
-from tests.helpers import LOGCOUNT, ROOT, end_offsets, stage_args
-
-pytestmark = pytest.mark.newcomer
+from tests.support.ports import free_port
+from tests.support.readers import end_offsets
+from tests.support.run import LOGCOUNT, ROOT, stage_args
 
 
 def run(*args: str, env: dict | None = None, timeout: float = 120) -> tuple[int, str, float]:
@@ -37,12 +36,6 @@ def one_clear_line(out: str, max_lines: int = 2, *secrets: str) -> str:
     for secret in secrets:
         assert secret not in out, f"secret {secret!r} printed:\n{out}"
     return lines[-1]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def topic_exists(bootstrap: str, topic: str) -> bool:

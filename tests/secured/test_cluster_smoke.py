@@ -6,31 +6,28 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from confluent_kafka import (
-    OFFSET_BEGINNING,
     Consumer,
     KafkaError,
-    KafkaException,
     Producer,
     TopicPartition,
 )
 from confluent_kafka.admin import AclOperation, ConfigResource, NewTopic, ResourceType
 
-from tests.secured.cluster import (
+from tests.support.cluster import (
     BROKER_IDS,
     INTERNAL_TOPICS,
     SecuredCluster,
     acls_of,
     allow,
 )
-
-pytestmark = pytest.mark.secured
+from tests.support.names import unique
+from tests.support.readers import read_all
 
 QUIET = logging.getLogger("tests.secured.rdkafka")
 ALICE = "alice"
@@ -64,7 +61,7 @@ def alice(secured_cluster: SecuredCluster) -> Iterator[User]:
 
 
 def _name(kind: str) -> str:
-    return f"{PREFIX}{kind}-{uuid.uuid4().hex[:8]}"
+    return unique(PREFIX + kind)
 
 
 def _create_topic(c: SecuredCluster, topic: str, partitions: int = 1) -> None:
@@ -73,34 +70,6 @@ def _create_topic(c: SecuredCluster, topic: str, partitions: int = 1) -> None:
                                      request_timeout=30).values():
         f.result()
     c.wait_healthy(topics=[topic], timeout_s=30)
-
-
-def _read_committed(conf: dict[str, str], topic: str, partitions: int, expect: int,
-                    timeout_s: float = 30.0) -> list[bytes]:
-    """Values of `topic` read with an assign()-only read_committed consumer, until `expect`
-    values or the end of every partition."""
-    consumer = Consumer({**conf, "group.id": _name("reader"), "isolation.level": "read_committed",
-                         "enable.auto.commit": False, "enable.partition.eof": True,
-                         "logger": QUIET})
-    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
-    values: list[bytes] = []
-    at_end: set[int] = set()
-    deadline = time.monotonic() + timeout_s
-    try:
-        while time.monotonic() < deadline and len(at_end) < partitions:
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    at_end.add(msg.partition())
-                    continue
-                raise KafkaException(msg.error())
-            values.append(msg.value())
-    finally:
-        consumer.close()
-    assert len(values) == expect, f"read {len(values)} of {expect}"
-    return values
 
 
 @pytest.fixture(scope="module")
@@ -150,7 +119,7 @@ def test_alice_transactions_read_committed(secured_cluster: SecuredCluster, alic
                                            alice_data: tuple[str, list[bytes]]) -> None:
     topic, committed = alice_data
     assert len(secured_cluster.describe_acls(acls_of(ALICE))) == 6
-    assert _read_committed(alice.conf, topic, 1, len(committed)) == committed
+    assert [m.value() for m in read_all(alice.conf, topic, timeout_s=30)] == committed
 
 
 def test_java_console_consumer_reads_what_alice_committed(
@@ -282,5 +251,5 @@ def test_leader_kill_keeps_topic_writable_with_min_isr_2(secured_cluster: Secure
         c.wait_healthy(topics=[topic])
         c.elect_preferred_leaders()
     _deliver(alice.conf, topic, [f"b{i}".encode() for i in range(20)], timeout_s=60)
-    values = _read_committed(alice.conf, topic, 1, 40)
+    values = [m.value() for m in read_all(alice.conf, topic, timeout_s=30)]
     assert values == [f"a{i}".encode() for i in range(20)] + [f"b{i}".encode() for i in range(20)]

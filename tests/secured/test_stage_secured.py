@@ -4,7 +4,7 @@ client properties file each, and exactly the ACLs of docs/deploy.md.
 The kill test runs stage and sink continuously while a writer adds plain records and committed
 and aborted transactions; it SIGKILLs the broker coordinating the stage's transactional id, then
 the one coordinating its group, restarting each. A fresh read_committed reader then recomputes
-the expectation with the independent parser (tests/reference.py): 0 lost, 0 duplicated."""
+the expectation with the independent parser (tests/support/reference.py): 0 lost, 0 duplicated."""
 
 from __future__ import annotations
 
@@ -14,18 +14,15 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer
-from confluent_kafka.admin import AclOperation, NewTopic, OffsetSpec, ResourceType
+from confluent_kafka import Producer
+from confluent_kafka.admin import AclOperation, NewTopic, ResourceType
 
-from logcount.connectors import kafka_io
-from logcount.connectors.mysql_sink import read_table
-from tests import helpers
-from tests.chaos.harness import ChaosConfig, Writer
-from tests.helpers import cli, sink_offsets, start_cli, wait_for
-from tests.reference import expectation
-from tests.secured.cluster import allow
-
-pytestmark = pytest.mark.secured
+from tests.support.cluster import allow
+from tests.support.exact import assert_exact
+from tests.support.harness import ChaosConfig, Writer
+from tests.support.readers import end_offsets, group_offsets, read_all, sink_offsets
+from tests.support.reference import expectation
+from tests.support.run import cli, start_cli, wait_for
 
 R, W, D, DC, C = (AclOperation.READ, AclOperation.WRITE, AclOperation.DESCRIBE,
                   AclOperation.DESCRIBE_CONFIGS, AclOperation.CREATE)
@@ -84,29 +81,6 @@ def sink_cmd(names, props: str, url, *extra: str) -> list[str]:
             *extra]
 
 
-# -- reading the cluster as admin ------------------------------------------------------------
-
-
-def ends(conf: dict, topic: str, committed_only: bool = True) -> dict[int, int]:
-    adm = kafka_io.admin(conf["bootstrap.servers"], conf)
-    parts = kafka_io.partitions_of(adm, topic) or []
-    return kafka_io.list_offsets(adm, topic, parts, OffsetSpec.latest(), committed_only)
-
-
-def read_all(conf: dict, topic: str, committed_only: bool = True) -> list:
-    return helpers.read_all(conf["bootstrap.servers"], topic, committed_only, 120, conf)
-
-
-def group_offsets(conf: dict, group: str, topic: str) -> dict[int, int]:
-    adm = kafka_io.admin(conf["bootstrap.servers"], conf)
-    parts = kafka_io.partitions_of(adm, topic) or []
-    c = Consumer({**conf, "group.id": group})
-    try:
-        return kafka_io.committed_offsets(c, topic, parts)
-    finally:
-        c.close()
-
-
 # The chaos tier's writer (plain records, committed and aborted transactions, riding out broker
 # kills), paced at ~2,000 lines/s until told to stop: far more lines than the kills take.
 WRITER = ChaosConfig(lines=1_000_000, partitions=4, duration_s=600.0, seed=5)
@@ -154,10 +128,10 @@ def test_coordinator_kills_under_a_continuous_run_are_exact(secured_cluster, use
         writer.stop.set()
         writer.join(300)
         assert writer.error is None, writer.error
-        in_ends = ends(admin, names.topic("in"))
+        in_ends = end_offsets(admin, names.topic("in"))
         wait_for(lambda: group_offsets(admin, names.group, names.topic("in")) == in_ends, 300,
                  what="the stage to drain the input")
-        out_ends = {p: e for p, e in ends(admin, names.topic("out")).items() if e > 0}
+        out_ends = {p: e for p, e in end_offsets(admin, names.topic("out")).items() if e > 0}
         wait_for(lambda: sink_offsets(mysql_db, names) == out_ends, 180,
                  what="the sink to drain the output")
     finally:
@@ -166,20 +140,11 @@ def test_coordinator_kills_under_a_continuous_run_are_exact(secured_cluster, use
             proc.send_signal(signal.SIGTERM)
         codes = [p.wait(120) for p in (stage, sink)]
     assert codes == [0, 0], (log.read_text()[-3000:], (tmp_path / "sink.log").read_text()[-2000:])
-    expected, malformed, aborted_at = expectation(read_all(admin, names.topic("in")),
-                                                  read_all(admin, names.topic("in"), False))
+    expected, malformed, aborted_at = expectation(read_all(admin, names.topic("in"), True, 120),
+                                                  read_all(admin, names.topic("in"), False, 120))
     aborted = len(aborted_at)
     assert aborted > 0 and sum(expected.values()) > 1000, "the input holds what it claims"
-    out = read_all(admin, names.topic("out"))
-    history: dict[str, list[int]] = {}
-    for m in sorted(out, key=lambda m: (m.partition(), m.offset())):
-        v = json.loads(m.value())
-        history.setdefault(v["log_time"], []).append(v["log_count"])
-    assert all(v == sorted(v) for v in history.values()), "a total went down"
-    assert {k: v[-1] for k, v in history.items()} == dict(expected), "output topic"
-    assert read_table(mysql_db) == dict(expected), "MySQL error_log"
-    dlq = [json.loads(m.value()) for m in read_all(admin, names.topic("dlq"))]
-    assert sorted((d["partition"], d["offset"]) for d in dlq) == sorted(malformed), "DLQ"
+    assert_exact(admin, names, expected, url=mysql_db, malformed=malformed, timeout_s=120)
     print(f"\nsecured coordinator kills: {sum(expected.values())} ERROR lines in "
           f"{len(expected)} minutes, {aborted} aborted records, "
           f"{time.monotonic() - t0:.0f}s; lost 0, duplicated 0")
@@ -259,14 +224,14 @@ def test_state_show_needs_only_read_acls(secured_cluster, users, names):
     show = ["state", "show", "--client-config", users.properties(viewer), "--input-topic",
             names.topic("in"), "--output-topic", names.topic("out"), "--group-id", names.group,
             "--dlq-topic", names.topic("dlq")]
-    before = ends(admin, names.topic("out") + "-state")
+    before = end_offsets(admin, names.topic("out") + "-state")
     report = json.loads(cli(*show, "--json", timeout=120).stdout)
     assert report["start"]["action"] == "resume", report["start"]
     group = group_offsets(admin, names.group, names.topic("in"))
     assert {r["partition"]: (r["state"], r["group"]) for r in report["partitions"]} == {
         p: (o, o) for p, o in group.items()}, report["partitions"]
     assert report["minutes"] > 0 and report["claim"]["instance"]
-    assert ends(admin, names.topic("out") + "-state") == before
+    assert end_offsets(admin, names.topic("out") + "-state") == before
     text = cli(*show, timeout=120)
     assert users.password not in text.stdout + text.stderr
     assert "a start now would: resume (exit 0)" in text.stdout, text.stdout

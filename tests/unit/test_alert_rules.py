@@ -15,8 +15,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-pytestmark = pytest.mark.unit
-
 ROOT = Path(__file__).resolve().parents[2]
 RULES_DIR = ROOT / "deploy" / "prometheus"
 RULES = RULES_DIR / "alerts.yml"

@@ -1,10 +1,7 @@
 """logcount/core/batch_line.py: the stage's batch and closing lines read back as written."""
 
-import pytest
 
 from logcount.core.batch_line import BatchLine, ClosingLine, parse_batch_line, parse_closing_line
-
-pytestmark = pytest.mark.unit
 
 
 def test_the_batch_line_reads_as_it_did_and_parses_back():

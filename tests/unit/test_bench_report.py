@@ -8,8 +8,6 @@ from logcount.bench import phases, report
 from logcount.bench.latency import percentile, probe_minute
 from logcount.core.batch_line import BatchLine
 
-pytestmark = pytest.mark.unit
-
 
 def _run(steady: int | None, rss: float = 60.0, cold: float | None = 3.0) -> dict:
     return {"records": 1000, "seconds": 1.0, "wall_seconds": 2.0, "cpu_seconds": 1.5,

@@ -1,10 +1,6 @@
 """pipeline/cds.py: the driver JVM uses the archive only when set-up made one; its options start."""
 
-import pytest
-
 from logcount.pipeline import cds
-
-pytestmark = pytest.mark.unit
 
 
 def test_archive_is_used_only_when_present_and_not_turned_off(tmp_path, monkeypatch):

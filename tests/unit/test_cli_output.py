@@ -7,8 +7,6 @@ import pytest
 
 from logcount.cli import _py4j_root_info
 
-pytestmark = pytest.mark.unit
-
 PY4J = os.path.join("site-packages", "py4j", "java_gateway.py")
 
 

@@ -10,9 +10,7 @@ import pytest
 
 from logcount.core.client_properties import load_client_properties
 from logcount.core.errors import ConfigError
-from tests.unit.client_properties_cases import JAAS, PLAIN, SECRET
-
-pytestmark = pytest.mark.unit
+from tests.support.client_properties_cases import JAAS, PLAIN, SECRET
 
 
 def _write(tmp_path, text: str, name: str = "client.properties") -> str:

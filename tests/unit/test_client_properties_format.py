@@ -6,9 +6,7 @@ import pytest
 
 from logcount.core.client_properties.properties import parse_properties
 from logcount.core.errors import ConfigError
-from tests.unit.client_properties_cases import JAAS
-
-pytestmark = pytest.mark.unit
+from tests.support.client_properties_cases import JAAS
 
 
 def test_separators_comments_and_blank_lines():

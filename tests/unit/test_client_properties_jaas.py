@@ -7,9 +7,7 @@ import pytest
 
 from logcount.core.client_properties.jaas import parse_jaas
 from logcount.core.client_properties.properties import parse_properties
-from tests.unit.client_properties_cases import JAAS, PLAIN, SASL, SECRET, rd, refused
-
-pytestmark = pytest.mark.unit
+from tests.support.client_properties_cases import JAAS, PLAIN, SASL, SECRET, rd, refused
 
 
 def test_jaas_quoting_escapes_and_comments():

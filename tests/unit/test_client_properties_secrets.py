@@ -3,14 +3,10 @@ strings and in a loaded file's repr."""
 
 from __future__ import annotations
 
-import pytest
-
 from logcount.core.client_properties import ClientProperties
 from logcount.core.client_properties.secrets import mask_secrets, secret_values
 from logcount.core.client_properties.translation import translate
-from tests.unit.client_properties_cases import JAAS, SASL, SECRET
-
-pytestmark = pytest.mark.unit
+from tests.support.client_properties_cases import JAAS, SASL, SECRET
 
 
 def test_secret_values_include_the_jaas_password():

@@ -9,7 +9,7 @@ from confluent_kafka import Producer
 from logcount.core.client_properties import ClientProperties
 from logcount.core.client_properties.properties import parse_properties
 from logcount.core.client_properties.translation import DROP_SAFE, LOGCOUNT_OWNED, translate
-from tests.unit.client_properties_cases import (
+from tests.support.client_properties_cases import (
     JAAS,
     PLAIN,
     SASL,
@@ -19,9 +19,6 @@ from tests.unit.client_properties_cases import (
     rd,
     refused,
 )
-
-pytestmark = pytest.mark.unit
-
 
 # --- same-name and renamed keys ----------------------------------------------------------------
 

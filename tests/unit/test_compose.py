@@ -21,8 +21,8 @@ import yaml
 
 from logcount.cli import build_parser
 from logcount.core import settings as st
+from tests.support.ports import free_port
 
-pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text())
 SERVICES = COMPOSE["services"]
@@ -245,9 +245,7 @@ def test_a_chosen_port_that_is_taken_is_one_line_before_anything_starts(demo_cop
 
 
 def test_a_chosen_port_that_is_free_goes_on_and_a_bad_one_is_usage(demo_copy, held_port):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        free = s.getsockname()[1]  # bound, never listening: free for the check
+    free = free_port()  # bound, never listening: free for the check
     proc = demo_copy("up", LOGCOUNT_DEMO_STAGE_METRICS_PORT=str(free))
     assert proc.returncode == 3, proc.stderr  # went on to the engine, which is a stand-in here
     assert "is taken" not in proc.stderr

@@ -2,8 +2,6 @@ import pytest
 
 from logcount.pipeline.crash import CrashPoints
 
-pytestmark = pytest.mark.unit
-
 
 def test_crash_point_parses_point_and_batch():
     c = CrashPoints("after_produce:3", "exit")

@@ -16,8 +16,6 @@ from logcount.core.errors import (
     kafka_error,
 )
 
-pytestmark = pytest.mark.unit
-
 
 def _exc(code, *, fatal=False, retriable=False, txn_requires_abort=False):
     return KafkaException(KafkaError(code, "x", fatal=fatal, retriable=retriable,

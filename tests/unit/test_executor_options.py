@@ -4,13 +4,9 @@
 
 import json
 
-import pytest
-
 from logcount.pipeline.driver import executor_kafka_options
 from logcount.pipeline.job import FETCH_MAX_WAIT_MS, MAX_POLL_RECORDS, reader_options
 from logcount.pipeline.offsets import OffsetRange
-
-pytestmark = pytest.mark.unit
 
 RANGES = [OffsetRange(0, 5, 9), OffsetRange(2, 0, 3)]
 

@@ -28,8 +28,6 @@ from logcount.formats.rule import (
 )
 from logcount.formats.spec import EPOCH_MINUTE, MINUTE_END, LineFormat
 
-pytestmark = pytest.mark.unit
-
 DEFAULT = LineFormat()
 LOG4J2 = LineFormat.from_flags(
     line_regex=r"(?<time>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}[.,]\d{1,9}) \[[^\]]*\] +"

@@ -7,8 +7,6 @@ import pytest
 
 from logcount.formats.spec import FormatError, LineFormat, TimePattern, java_regex_groups
 
-pytestmark = pytest.mark.unit
-
 LOG4J2 = r"(?<time>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}[.,]\d{1,9}) \[[^\]]*\] +(?<level>[A-Za-z]+)"
 
 

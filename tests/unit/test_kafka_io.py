@@ -9,8 +9,6 @@ from confluent_kafka.admin import OffsetSpec
 from logcount.connectors import kafka_io
 from logcount.core.errors import DependencyError
 
-pytestmark = pytest.mark.unit
-
 
 class _Admin:
     def __init__(self, offsets: dict[int, int]) -> None:

@@ -1,15 +1,12 @@
 """The house reads top-down: no module imports one that imports it back, the ground floor
 (`formats`, the pure line formats) imports nothing of the project, `core` nothing above those two,
-and the CLI (`logcount`) nothing imports."""
+and the CLI (`logcount`) nothing imports. Tests share through tests/support/, never by importing
+one another."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
-
-import pytest
-
-pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[2]
 # The one import name's folders: logcount/ holds the CLI, core, formats and bench; pipeline/ and
@@ -90,3 +87,20 @@ def test_one_import_name():
                 for name in names:
                     top = name.split(".")[0]
                     assert top not in old[:-1], f"{path.relative_to(ROOT)} imports {name}"
+
+
+def test_no_test_module_imports_another():
+    """What tests share lives in tests/support/: a test module imported by another runs its
+    fixtures and tests twice over, and ties one tier to another's files."""
+    found = []
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                names = [*(node.module or "").split("."), *(a.name for a in node.names)]
+            elif isinstance(node, ast.Import):
+                names = [part for a in node.names for part in a.name.split(".")]
+            else:
+                continue
+            if any(n.startswith("test_") for n in names):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not found, f"test modules import test modules: {found}"

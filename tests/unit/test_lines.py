@@ -16,8 +16,6 @@ from logcount.formats.rule import (
 )
 from logcount.formats.spec import LineFormat
 
-pytestmark = pytest.mark.unit
-
 
 @pytest.mark.parametrize(
     ("raw", "expected"),

@@ -1,6 +1,6 @@
 """The default line rule (logcount/formats/rule.py) against the independent reference
-(tests/reference.py),
-by hypothesis: lines near every edge of `[DATE[T| ]TIME[fraction][zone]] LEVEL ...`."""
+(tests/support/reference.py), by hypothesis: lines near every edge of
+`[DATE[T| ]TIME[fraction][zone]] LEVEL ...`."""
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -8,9 +8,7 @@ from hypothesis import strategies as st
 
 from logcount.formats.rule import Malformed, Parsed, minute_label, parse_record
 from logcount.formats.spec import LineFormat
-from tests.reference import reference_parse
-
-pytestmark = pytest.mark.unit
+from tests.support.reference import reference_parse
 
 DEFAULT = LineFormat()
 

@@ -7,8 +7,8 @@ import urllib.request
 import pytest
 
 from logcount.core.metrics import Health, StageMetrics, serve
-
-pytestmark = pytest.mark.unit
+from tests.support.metrics import read_metrics
+from tests.support.ports import free_port
 
 
 def test_health_fails_only_when_stalled_under_lag():
@@ -25,20 +25,13 @@ def test_health_fails_only_when_stalled_under_lag():
     assert h.status()[0]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_endpoints_serve_metrics_and_health():
     m, h = StageMetrics(), Health(stall_seconds=1)
-    port = _free_port()
+    port = free_port()
     server = serve(port, m.registry, h)
     try:
         m.batches_committed.inc(3)
-        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics").read().decode()
-        assert "logcount_batches_committed_total 3.0" in body
+        assert read_metrics(port)["logcount_batches_committed_total"] == 3
         ok = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz"))
         assert ok["healthy"] is True
         h.lag, h.last_progress = 7, time.monotonic() - 5
@@ -57,10 +50,10 @@ def test_a_taken_port_is_skipped_not_fatal():
 
 
 def test_a_probe_that_hangs_up_early_leaves_no_traceback(capfd):
-    """Health probes with short timeouts hang up before the answer (BrokenPipeError in do_GET,
-    issue #27): never a traceback on the terminal, and the server goes on answering."""
+    """Health probes with short timeouts hang up before the answer (BrokenPipeError in do_GET):
+    never a traceback on the terminal, and the server goes on answering."""
     m, h = StageMetrics(), Health(stall_seconds=1)
-    port = _free_port()
+    port = free_port()
     server = serve(port, m.registry, h)
     try:
         try:  # what socketserver does with an exception from a handler

@@ -16,8 +16,6 @@ from logcount.pipeline.offsets import (
     resolve_starts,
 )
 
-pytestmark = pytest.mark.unit
-
 
 def test_plan_takes_everything_under_the_cap():
     assert plan_ranges({0: 5, 1: 0}, {0: 10, 1: 3}, 100) == [

@@ -12,8 +12,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.unit
-
 ROOT = Path(__file__).resolve().parents[2]
 SUBPACKAGES = ("core", "formats", "bench", "pipeline", "connectors")
 

@@ -3,11 +3,7 @@ process's sample."""
 
 import os
 
-import pytest
-
 from logcount.bench import procs
-
-pytestmark = pytest.mark.unit
 
 
 def test_proc_status_and_stat():

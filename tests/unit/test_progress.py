@@ -1,10 +1,6 @@
 import io
 
-import pytest
-
 from logcount.core.progress import Progress
-
-pytestmark = pytest.mark.unit
 
 
 def test_progress_renders_fraction_and_counts():

@@ -14,8 +14,6 @@ from logcount.core.records import (
     encode_total,
 )
 
-pytestmark = pytest.mark.unit
-
 
 def test_the_output_record_keeps_its_bytes():
     key, value = encode_total(MinuteTotal("2017-07-30 14:09:00", 27, "ERROR"))

@@ -11,8 +11,6 @@ from logcount.core.settings import (
     from_namespace,
 )
 
-pytestmark = pytest.mark.unit
-
 
 def _parse(cls, argv, env=None):
     p = argparse.ArgumentParser()

@@ -24,7 +24,6 @@ from logcount.formats.shapes import (
 )
 from logcount.formats.spec import LineFormat
 
-pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parents[2]
 ZONES = ("UTC", "America/New_York", "+05:30", "-03:30", "Australia/Lord_Howe")
 
@@ -132,7 +131,7 @@ def test_the_same_seed_gives_the_same_records():
     ((3000, 3, 0.2, 90), "8d464aa271d99963c4d7d394483b805f1579ef7909d31abd1f349b2a23f415c2"),
 ])
 def test_the_seed_shape_is_todays_generator(args, digest):
-    """Digests of pipeline/synthetic.py's output before the formats, its one malformed line that
+    """Digests of the seed generator's output before the formats, its one malformed line that
     the widened rule now reads (2017-07-30T14:09:08 ERROR iso separator) replaced by
     2017-07-30T14:09 ERROR no seconds."""
     lines = list(synthetic_lines(*args))

@@ -1,10 +1,6 @@
 """The sink's drift rule: do MySQL's offsets belong to the output topic as it is now?"""
 
-import pytest
-
 from logcount.connectors.mysql_sink import topic_drift
-
-pytestmark = pytest.mark.unit
 
 ENDS = {0: 10, 1: 4}
 

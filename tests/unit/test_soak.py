@@ -1,10 +1,7 @@
 """logcount/bench/soak.py, the run: its default warm-up."""
 
-import pytest
 
 from logcount.bench import soak
-
-pytestmark = pytest.mark.unit
 
 
 def test_warmup_is_a_tenth_of_a_short_run_and_a_minute_at_most():

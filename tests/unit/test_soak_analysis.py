@@ -6,8 +6,6 @@ import pytest
 from logcount.bench import soak_analysis
 from logcount.bench.latency import probe_minute
 
-pytestmark = pytest.mark.unit
-
 
 def test_slope_per_hour_is_least_squares():
     ts = [0, 900, 1800, 2700, 3600]  # seconds

@@ -4,12 +4,8 @@ writes."""
 import json
 import math
 
-import pytest
-
 from logcount.bench import soak_report
 from logcount.bench.soak_analysis import SERIES, goals, summarize
-
-pytestmark = pytest.mark.unit
 
 
 def _report() -> dict:

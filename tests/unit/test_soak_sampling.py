@@ -5,11 +5,7 @@ import http.server
 import os
 import threading
 
-import pytest
-
 from logcount.bench import soak_sampling
-
-pytestmark = pytest.mark.unit
 
 # `jcmd PID GC.heap_info` of JDK 17, as printed for a stage's driver (Parallel GC) and for the
 # embedded broker (G1), address ranges shortened; the first line is jcmd's own "PID:".

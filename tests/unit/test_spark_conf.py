@@ -4,8 +4,6 @@ import pytest
 
 from logcount.pipeline.spark import SQL_CONF, V1_SOURCES_DEFAULT, V1_SOURCES_KEY, without_kafka
 
-pytestmark = pytest.mark.unit
-
 
 def test_kafka_leaves_the_v1_source_list_and_nothing_else_does():
     assert without_kafka("avro,csv,json,kafka,orc,parquet,text") == "avro,csv,json,orc,parquet,text"

@@ -25,8 +25,6 @@ from logcount.pipeline.state import (
 )
 from logcount.pipeline.totals import Totals, decode_hour, encode_hour, hour_key, minute_index
 
-pytestmark = pytest.mark.unit
-
 IDENT = Identity("in", "IN-ID", "out", "OUT-ID", "ERROR")
 WANT = Wanted("in", "out", "ERROR")
 M0 = minute_index("2017-07-30 14:09")

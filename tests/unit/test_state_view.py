@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from logcount.core.errors import SHOW_HINT
 from logcount.core.settings import RunSettings
 from logcount.pipeline.state import (
@@ -18,8 +16,6 @@ from logcount.pipeline.state import (
 )
 from logcount.pipeline.state_view import NO_TOPIC, Facts, describe, predict, render, wanted
 from logcount.pipeline.totals import encode_hour, hour_key, minute_index
-
-pytestmark = pytest.mark.unit
 
 S = RunSettings(input_topic="in", output_topic="out", group_id="g")
 M0 = minute_index("2017-07-30 14:09")

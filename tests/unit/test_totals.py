@@ -22,8 +22,6 @@ from logcount.pipeline.totals import (
     parse_hour_key,
 )
 
-pytestmark = pytest.mark.unit
-
 EDGE_TEXTS = [
     "0001-01-01 00:00:00", "0001-01-01 00:01:00", "0001-12-31 23:59:00",
     "1900-02-28 23:59:00", "1900-03-01 00:00:00", "2000-02-29 12:34:00", "2000-03-01 00:00:00",

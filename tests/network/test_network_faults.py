@@ -1,8 +1,8 @@
-"""Network faults, as an operator's network deals them (issue #27).
+"""Network faults, as an operator's network deals them.
 
 The stage and the sink run without a break through the whole module against the secured 3-broker
 cluster (the session's, shared with the secured tier) and MariaDB, reaching every broker and MySQL
-only through toxiproxy (tests/faults/toxiproxy.py): each broker's PROXIED listener advertises its
+only through toxiproxy (tests/support/toxiproxy.py): each broker's PROXIED listener advertises its
 proxy, so the driver's clients, Spark's executors and the sink all go through it. A writer fills
 the input on the brokers' direct listeners (producers elsewhere on the network are unaffected)
 with plain records and committed and aborted transactions.
@@ -10,20 +10,18 @@ with plain records and committed and aborted transactions.
 Each fault test cuts, heals, and measures the resume: the seconds from the heal to the stage's
 next commit and to the sink's next MySQL write, from their own /metrics; each must be <= 15 s.
 Then the writer pauses, both drain, and the test ends exact against an independent count: the
-committed input recomputed by tests/reference.py against MySQL's error_log and the output topic.
+committed input recomputed by tests/support/reference.py against MySQL's error_log and the output
+topic.
 The hung-and-replaced case runs its own pair of stages with a deterministic crash point.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import signal
 import threading
 import time
-import urllib.request
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,15 +34,15 @@ from confluent_kafka.admin import NewTopic
 from logcount.connectors import stack
 from logcount.connectors.mysql_sink import read_table
 from logcount.formats.shapes import synthetic_lines
-from tests import helpers
-from tests.conftest import Names
-from tests.faults.toxiproxy import Proxy, Toxiproxy, binary
-from tests.helpers import start_cli, wait_for
-from tests.reference import expectation
-from tests.secured.cluster import ADMIN_USER, free_ports
-from tests.secured.test_stage_secured import ends, group_offsets, read_all
-
-pytestmark = pytest.mark.network
+from tests.support.cluster import ADMIN_USER
+from tests.support.exact import assert_exact
+from tests.support.metrics import metric
+from tests.support.names import Names
+from tests.support.ports import free_ports
+from tests.support.readers import end_offsets, group_offsets, read_all, sink_offsets
+from tests.support.reference import expectation
+from tests.support.run import start_cli, wait_for
+from tests.support.toxiproxy import Proxy, Toxiproxy, binary
 
 # The issue's bound: a stage and a sink back at work within 15 s of a heal.
 RESUME_LIMIT_S = 15.0
@@ -117,18 +115,6 @@ class PacedWriter(threading.Thread):
         self.go.set()
 
 
-def _counter(port: int, name: str) -> float | None:
-    """A counter's value on a process's /metrics (None while it does not answer)."""
-    try:
-        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2).read()
-    except OSError:
-        return None
-    for line in text.decode().splitlines():
-        if line.startswith(f"{name}_total "):
-            return float(line.split()[1])
-    return None
-
-
 @dataclass
 class Rig:
     cluster: object
@@ -148,10 +134,13 @@ class Rig:
         return self.cluster.admin_conf()
 
     def commits(self) -> float | None:
-        return _counter(self.ports["stage"], "logcount_batches_committed")
+        # None while a process does not answer; 2 s: a wedged one, not a slow one.
+        return metric(self.ports["stage"], "logcount_batches_committed_total", None, down=None,
+                      timeout=2)
 
     def writes(self) -> float | None:
-        return _counter(self.ports["sink"], "logcount_sink_batches_written")
+        return metric(self.ports["sink"], "logcount_sink_batches_written_total", None, down=None,
+                      timeout=2)
 
     def alive(self) -> None:
         for name, proc in self.procs.items():
@@ -189,27 +178,21 @@ class Rig:
         try:
             assert self.writer.error is None, self.writer.error
             n = self.names
-            in_ends = ends(self.admin, n.topic("in"))
+            in_ends = end_offsets(self.admin, n.topic("in"))
             wait_for(lambda: group_offsets(self.admin, n.group, n.topic("in")) == in_ends, 180,
                      what="the stage to drain the input")
-            out_ends = {p: e for p, e in ends(self.admin, n.topic("out")).items() if e > 0}
-            wait_for(lambda: helpers.sink_offsets(self.url, n) == out_ends, 120,
+            out_ends = {p: e for p, e in end_offsets(self.admin, n.topic("out")).items() if e > 0}
+            wait_for(lambda: sink_offsets(self.url, n) == out_ends, 120,
                      what="the sink to drain the output")
-            expected, malformed, aborted = expectation(read_all(self.admin, n.topic("in")),
-                                                       read_all(self.admin, n.topic("in"), False))
+            expected, malformed, aborted = expectation(
+                read_all(self.admin, n.topic("in"), True, 120),
+                read_all(self.admin, n.topic("in"), False, 120))
             table = read_table(self.url)
             lost = sum(max(0, v - table.get(k, 0)) for k, v in expected.items())
             dup = sum(max(0, v - expected.get(k, 0)) for k, v in table.items())
             assert aborted and sum(expected.values()) > 0, "the input holds what it claims"
             assert table == dict(expected), f"MySQL: lost {lost}, duplicated {dup}"
-            last = {}
-            for m in sorted(read_all(self.admin, n.topic("out")),
-                            key=lambda m: (m.partition(), m.offset())):
-                v = json.loads(m.value())
-                last[v["log_time"]] = v["log_count"]
-            assert last == dict(expected), "the output topic differs from the expectation"
-            dlq = [json.loads(m.value()) for m in read_all(self.admin, n.topic("dlq"))]
-            assert sorted((d["partition"], d["offset"]) for d in dlq) == sorted(malformed)
+            assert_exact(self.admin, n, expected, malformed=malformed, timeout_s=120)
             self.alive()
             return lost, dup
         finally:
@@ -231,7 +214,7 @@ def rig(secured_cluster, endpoints, tmp_path_factory) -> Iterator[Rig]:
             "toxiproxy-server missing (scripts/setup.sh builds it with Go)")
     cluster = secured_cluster
     tmp = tmp_path_factory.mktemp("network-faults")
-    names = Names(f"t-net-{uuid.uuid4().hex[:8]}")
+    names = Names.unique("net")
     toxi = Toxiproxy()
     toxi.start(tmp)
     url = endpoints.mysql.with_database(names.database)
@@ -390,7 +373,7 @@ def test_a_hung_stage_never_takes_the_id_back_from_its_replacement(secured_clust
     second one's claim in the state topic, and exits non-zero without creating a producer (so
     without fencing anyone) and without publishing. The replacement runs on; totals are exact."""
     cluster = secured_cluster
-    names = Names(f"t-hung-{uuid.uuid4().hex[:8]}")
+    names = Names.unique("hung")
     admin = cluster.admin_conf()
     cluster.admin().create_topics([NewTopic(names.topic("in"), 2)])[names.topic("in")].result(30)
     p = Producer({**admin, "log_level": 0})
@@ -426,7 +409,7 @@ def test_a_hung_stage_never_takes_the_id_back_from_its_replacement(secured_clust
         assert last.startswith("logcount: error:") and "another instance" in last, last
         assert "Traceback" not in text, text[-3000:]
         # The replacement was never fenced: it runs on and finishes the input.
-        in_ends = ends(admin, names.topic("in"))
+        in_ends = end_offsets(admin, names.topic("in"))
         wait_for(lambda: group_offsets(admin, names.group, names.topic("in")) == in_ends, 240,
                  what="the replacement to finish the input")
         assert new.poll() is None, new_log.read_text()[-3000:]
@@ -440,13 +423,7 @@ def test_a_hung_stage_never_takes_the_id_back_from_its_replacement(secured_clust
                     os.kill(proc.pid, signal.SIGCONT)
                 proc.kill()
                 proc.wait()
-    expected, malformed, _ = expectation(read_all(admin, names.topic("in")),
-                                         read_all(admin, names.topic("in"), False))
-    last: dict[str, int] = {}
-    for m in sorted(read_all(admin, names.topic("out")), key=lambda m: (m.partition(), m.offset())):
-        v = json.loads(m.value())
-        last[v["log_time"]] = v["log_count"]
-    assert last == dict(expected) and sum(expected.values()) > 0
-    dlq = [json.loads(m.value()) for m in read_all(admin, names.topic("dlq"))]
-    assert sorted((d["partition"], d["offset"]) for d in dlq) == sorted(malformed)
-
+    expected, malformed, _ = expectation(read_all(admin, names.topic("in"), True, 120),
+                                         read_all(admin, names.topic("in"), False, 120))
+    assert sum(expected.values()) > 0
+    assert_exact(admin, names, expected, malformed=malformed, timeout_s=120)

@@ -3,7 +3,7 @@
 A writer fills the input (plain records, committed and aborted transactions) while the stage and
 the sink run under a supervisor that restarts them; a schedule kills and bounces everything at
 random moments. Then a fresh read_committed reader recomputes the expectation from the committed
-input with the independent reference parser (tests/reference.py) and checks every output.
+input with the independent reference parser (tests/support/reference.py) and checks every output.
 """
 
 from __future__ import annotations
@@ -24,19 +24,16 @@ from confluent_kafka import KafkaException, Producer
 from logcount.connectors import kafka_io, stack
 from logcount.connectors.mysql_sink import read_table
 from logcount.formats.shapes import synthetic_lines
-from tests.helpers import (
+from tests.support.readers import (
     end_offsets,
     group_offsets,
     held_topics,
     read_all,
-    sink_args,
     sink_offsets,
-    stage_args,
-    start_cli,
     totals_history,
-    wait_for,
 )
-from tests.reference import expectation
+from tests.support.reference import expectation
+from tests.support.run import sink_args, stage_args, start_cli, wait_for
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,6 @@
-"""Builds a mixed input topic and, by construction, what the stage must make of it.
+"""Input for the stage: lines as given (`write_lines`), or a mixed input topic and, by
+construction, what the stage must make of it (`build_input`); for the sink, an output topic
+with totals as a stage publishes them (`create_topic`, `write_totals`).
 
 The expectation is not computed by logcount's parser: every line is generated from a known
 (minute, level, kind) and the test counts what it generated. Delivery reports give each
@@ -7,13 +9,17 @@ malformed line's (partition, offset) for the DLQ check.
 
 from __future__ import annotations
 
+import json
 import random
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from confluent_kafka import Producer
+from confluent_kafka import KafkaException, Producer
+from confluent_kafka.admin import NewTopic
 
 from logcount.connectors import kafka_io
+from tests.support.run import wait_for
 
 MALFORMED = (
     b"",
@@ -114,3 +120,53 @@ def build_input(bootstrap: str, topic: str, txn_id: str, n_plain: int = 1200,
     txn.flush(30)
     txn.abort_transaction(30)
     return inp
+
+
+def write_lines(bootstrap: str, topic: str, lines: Iterable[bytes | str],
+                partitions: int | None = None) -> None:
+    """Plain, idempotent writes of `lines`, in order; `partitions`: make the topic first."""
+    if partitions is not None:
+        kafka_io.ensure_topic(kafka_io.admin(bootstrap), topic, partitions)
+    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
+    for line in lines:
+        p.produce(topic, line.encode() if isinstance(line, str) else line)
+    assert p.flush(60) == 0
+
+
+# -- the sink's input ----------------------------------------------------------------------------
+
+
+def minute(i: int) -> str:
+    return f"2024-05-{1 + i // 1440:02d} {i // 60 % 24:02d}:{i % 60:02d}:00"
+
+
+def create_topic(bootstrap: str, topic: str) -> str:
+    """Create `topic` compacted with 2 partitions (retrying while a deletion of the same name
+    is still settling); return its id."""
+    adm = kafka_io.admin(bootstrap)
+
+    def created() -> bool:
+        fut = adm.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1,
+                                          config={"cleanup.policy": "compact"})])[topic]
+        try:
+            fut.result(timeout=15)
+            return True
+        except KafkaException:  # still marked for deletion: try again
+            return False
+
+    wait_for(created, timeout_s=30, step_s=0.5, what=f"creating {topic}")
+    return wait_for(lambda: kafka_io.partitions_of(adm, topic) == [0, 1]
+                    and kafka_io.topic_ids(adm, [topic])[topic],
+                    timeout_s=30, what=f"{topic} to appear")
+
+
+def write_totals(bootstrap: str, topic: str, totals: dict[str, int], txn_id: str) -> None:
+    """Publish the totals in one committed transaction, keyed by minute as the stage does."""
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id,
+                  "transaction.timeout.ms": 30000, "log_level": 3})
+    p.init_transactions(30)
+    p.begin_transaction()
+    for log_time, count in totals.items():
+        p.produce(topic, key=log_time.encode(), value=json.dumps(
+            {"log_time": log_time, "log_count": count, "level": "ERROR"}).encode())
+    p.commit_transaction(30)

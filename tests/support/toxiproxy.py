@@ -14,7 +14,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -24,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from logcount.core.paths import home
-from tests.secured.cluster import die_with_parent  # the nodes' own: killed with the tests
+from tests.support.cluster import die_with_parent  # the nodes' own: killed with the tests
+from tests.support.ports import free_port
 
 HOST = "127.0.0.1"
 _STREAMS = (("up", "upstream"), ("down", "downstream"))
@@ -35,12 +35,6 @@ def binary() -> Path | None:
     """The server built by scripts/setup.sh, or None when it is not there."""
     path = home() / ".cache" / "bin" / "toxiproxy-server"
     return path if path.is_file() else None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
 
 
 class _Api:
@@ -139,7 +133,7 @@ class Toxiproxy:
         if self.proc is not None:
             raise RuntimeError("toxiproxy already started")
         workdir.mkdir(parents=True, exist_ok=True)
-        self.port = _free_port()
+        self.port = free_port(HOST)
         self._api = _Api(f"http://{HOST}:{self.port}")
         in_main = threading.current_thread() is threading.main_thread()
         with open(workdir / "toxiproxy.log", "ab") as log:

@@ -12,9 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.faults.toxiproxy import Proxy, Toxiproxy, binary
-
-pytestmark = pytest.mark.network
+from tests.support.toxiproxy import Proxy, Toxiproxy, binary
 
 
 @pytest.fixture(scope="module")

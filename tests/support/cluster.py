@@ -8,7 +8,7 @@ its own session (process group) under `workdir`:
   nothing without ACLs; `admin` (created when the storage is formatted) is the super user;
 - the internal topics run at replication factor 3 / min ISR 2, as a production cluster does;
 - each broker has a second client listener, PROXIED (SASL_SSL too), that advertises a port on
-  which nothing listens until a test puts a fault-injecting proxy there (tests/faults): clients
+  which nothing listens until a test puts a fault-injecting proxy there (tests/network): clients
   bootstrapped at `proxied_bootstrap` then reach every broker only through its proxy, while the
   brokers' own traffic (replication, the controller) stays on their direct listeners.
 
@@ -16,7 +16,7 @@ Users and ACLs changed through this class are enforced by every running broker w
 returns (`metadata_barrier`). Do not delete SCRAM users on this cluster: Kafka 4.3.1 can then
 restart a broker with no SCRAM users at all (see `disable_user`).
 
-Plain Python (no pytest): `tests/secured/conftest.py` wraps it in a session fixture.
+Plain Python (no pytest): `tests/conftest.py` wraps it in a session fixture.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -57,6 +56,7 @@ from confluent_kafka.admin import (
 )
 
 from logcount.core.paths import jars_dir
+from tests.support.ports import free_ports
 
 HOST = "127.0.0.1"
 CONTROLLER_ID = 100
@@ -173,36 +173,7 @@ def make_tls(directory: Path) -> Tls:
                untrusted_ca=directory / "untrusted-ca.pem")
 
 
-# -- ports and processes -------------------------------------------------------------------------
-
-
-def free_ports(n: int) -> list[int]:
-    """`n` distinct loopback ports free now, picked below the kernel's ephemeral range: a broker
-    restarted on its old port must not find it taken by some client's outgoing connection, which
-    would get its local port from the ephemeral range (binding port 0 picks from there too)."""
-    try:
-        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        low = 32768
-    rng = random.SystemRandom()
-    held: list[socket.socket] = []
-    try:
-        for _ in range(2000):
-            if len(held) == n:
-                break
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            try:
-                s.bind((HOST, rng.randrange(20000, low) if low > 21000 else 0))
-            except OSError:
-                s.close()
-                continue
-            held.append(s)
-        if len(held) < n:
-            raise SecuredClusterError(f"no {n} free ports on {HOST}")
-        return [s.getsockname()[1] for s in held]
-    finally:
-        for s in held:
-            s.close()
+# -- processes ----------------------------------------------------------------------------------
 
 
 _PR_SET_PDEATHSIG = 1
