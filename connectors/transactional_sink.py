@@ -31,6 +31,7 @@ from core.errors import (
     classify,
     kafka_error,
 )
+from core.heartbeat import frozen_between
 
 log = logging.getLogger("logcount.txn")
 
@@ -77,7 +78,9 @@ class OutRecord:
 
 def _watched(doing: str, call: Callable[[], object], timeout_s: float):
     """Run `call` (which passes `timeout_s` to librdkafka) in a helper thread; one that outlives
-    it by HANG_GRACE_S is hung."""
+    it by HANG_GRACE_S of time this process actually ran is hung. Time during which the whole
+    process was stopped (core/heartbeat.py) is not counted: after a SIGSTOP the call resumes
+    with the rest of its own timeout, and a freeze is not a reason to replace the clients."""
     outcome: dict = {}
 
     def target() -> None:
@@ -86,13 +89,24 @@ def _watched(doing: str, call: Callable[[], object], timeout_s: float):
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             outcome["error"] = exc
 
+    limit = timeout_s + HANG_GRACE_S
+    started = time.monotonic()
+    frozen_between(started)  # starts the heartbeat, if nobody has yet
     worker = threading.Thread(target=target, name=f"kafka-{doing}", daemon=True)
     worker.start()
-    worker.join(timeout_s + HANG_GRACE_S)
-    if worker.is_alive():
-        raise HungClientError(
-            f"{doing} did not return within {timeout_s + HANG_GRACE_S:.0f}s, {HANG_GRACE_S:.0f}s "
-            f"past its own timeout (a librdkafka hang, #5456)", call=doing)
+    while True:
+        worker.join(max(0.0, limit - (time.monotonic() - started - frozen_between(started))))
+        if not worker.is_alive():
+            break
+        frozen = frozen_between(started)
+        ran = time.monotonic() - started - frozen
+        if ran >= limit:
+            stopped = (f"; the process was also stopped for {frozen:.1f}s, not counted"
+                       if frozen else "")
+            raise HungClientError(
+                f"{doing} did not return within {limit:.0f}s of running time, "
+                f"{HANG_GRACE_S:.0f}s past its own timeout (a librdkafka hang, #5456{stopped})",
+                call=doing)
     if "error" in outcome:
         raise outcome["error"]
     return outcome.get("value")
@@ -156,6 +170,7 @@ class TransactionalSink:
         if "socket.timeout.ms" not in extra and int(conf["socket.timeout.ms"]) > txn_ms + 100:
             conf["socket.timeout.ms"] = txn_ms
         self.producer = Producer(conf)
+        self.transaction_timeout_s = txn_ms / 1000
         self._crash = crash
 
     def init(self) -> None:
