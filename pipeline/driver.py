@@ -37,10 +37,12 @@ from core.errors import (
     ConfigError,
     DependencyError,
     FatalKafkaError,
+    FencedError,
     HungClientError,
     RetriableKafkaError,
     TakenOverError,
 )
+from core.heartbeat import HEARTBEAT, frozen_between
 from core.metrics import Health, StageMetrics, serve
 from core.progress import Progress
 from core.settings import RunSettings
@@ -104,6 +106,10 @@ GROUP_OFFSETS_REFRESH_S = 3600.0
 # committed means replacing does not help here: the stage exits, and its supervisor's restart is
 # the next step. (Three: links healing one by one can catch a new producer in the same hang.)
 MAX_HANGS_WITHOUT_COMMIT = 3
+# A producer fenced while its own claim is still the last (the broker aborted our transaction
+# after transaction.timeout.ms, e.g. the process stood stopped) is replaced in-process like a
+# hung one. A fourth fencing before any batch commits is not a passing fault: exit 1.
+MAX_FENCES_WITHOUT_COMMIT = 3
 
 
 class StopFlag:
@@ -199,6 +205,9 @@ class Stage:
         self.failures = 0
         self.failing_since: float | None = None  # the first of the failures in a row
         self.hangs = 0  # hung Kafka calls since the last commit
+        self.fences = 0  # fencings of our own producer since the last commit
+        self.recovering: str | None = None  # why the clients are being replaced (a metric label)
+        self.batch_started = time.monotonic()  # the current batch's plan began
         # Who this process is in the state topic's claim: unique per start, so a restart on the
         # same host is another instance.
         self.instance = uuid.uuid4().hex[:16]
@@ -342,9 +351,41 @@ class Stage:
         self.hangs += 1
         if self.hangs > MAX_HANGS_WITHOUT_COMMIT:
             raise hung
+        self.recovering = "hung_call"
         self.metrics.batches_aborted.inc()
         log.warning("%s; replacing the stage's Kafka clients unless another instance took over",
                     hung)
+
+    def fenced(self, sink, consumer, fenced: FencedError) -> None:
+        """Our producer was fenced. Unless another instance took over (the claim check in
+        recover_clients), the broker fenced it for our own transaction: aborted after
+        transaction.timeout.ms, most often because this process stood stopped longer than that.
+        The batch is abandoned (nothing of it reached the in-memory state, which moves only
+        after a commit) and the clients are replaced like hung ones."""
+        if sink is not None:
+            sink.abandon()
+        if consumer is not None:
+            threading.Thread(target=_best_effort, args=(consumer.close,), daemon=True).start()
+        self.fences += 1
+        if self.fences > MAX_FENCES_WITHOUT_COMMIT:
+            raise FatalKafkaError(
+                f"the producer was fenced {self.fences} times without a commit in between "
+                f"(last: {fenced}); giving up: the cause is not passing") from fenced
+        self.metrics.batches_aborted.inc()
+        frozen = frozen_between(self.batch_started)
+        timeout_s = getattr(sink, "transaction_timeout_s", None)
+        if timeout_s is not None and frozen >= timeout_s:
+            self.recovering = "fenced_after_freeze"
+            why = (f"this process was stopped for {frozen:.1f}s, longer than "
+                   f"transaction.timeout.ms ({timeout_s:.0f}s), and the broker aborted its "
+                   f"transaction")
+        else:
+            self.recovering = "fenced"
+            stopped = f" (the process was stopped for {frozen:.1f}s)" if frozen else ""
+            why = f"the broker fenced the producer{stopped}: {fenced}"
+        log.warning("producer fenced, cause %s: %s; abandoning batch %d and replacing the "
+                    "Kafka clients unless another instance took over", self.recovering, why,
+                    self.batches)
 
     def recover_clients(self):
         """After a hang: what a restart does, without its Spark start. First the rule that keeps
@@ -358,15 +399,22 @@ class Stage:
         if s.delivery == "exactly-once":
             holder = claimant(self.read_state_table())
             if holder != self.instance:
+                while_ = ("its producer was fenced" if (self.recovering or "").startswith("fenced")
+                          else "this one's Kafka call hung")
                 raise TakenOverError(
                     f"another instance ({holder or 'unknown'}) took transactional id {s.txn_id} "
-                    f"while this one's Kafka call hung; this instance stops without publishing "
-                    f"anything more")
-        return self.kafka_clients()
+                    f"while {while_}; this instance stops without publishing anything more")
+        clients = self.kafka_clients()
+        self.metrics.producer_recoveries.labels(cause=self.recovering or "unknown").inc()
+        log.info("Kafka clients replaced (%s); batch %d is planned again from the committed "
+                 "state", self.recovering, self.batches + 1)
+        self.recovering = None
+        return clients
 
     # -- the cycle -----------------------------------------------------------------------------
     def cycle(self, spark, sink, consumer) -> bool:
         """One batch: plan -> compute -> publish -> advance. False when there was nothing to do."""
+        self.batch_started = time.monotonic()
         plan = self.plan()
         if not plan.ranges and not plan.commit:
             return False
@@ -483,7 +531,7 @@ class Stage:
     # -- metrics -------------------------------------------------------------------------------
     def observe(self, result: BatchResult, change: Change, spark_s: float,
                 commit_s: float) -> None:
-        self.failures = self.hangs = 0
+        self.failures = self.hangs = self.fences = 0
         self.failing_since = None
         t = self.tally
         t.last_commit = time.monotonic()
@@ -544,6 +592,7 @@ class Stage:
     def run(self) -> int:
         s = self.s
         self.stop.install()
+        HEARTBEAT.start()  # from the start: a freeze before the first watched call counts too
         try:
             spark, sink, consumer = self.start()
             try:
@@ -562,6 +611,13 @@ class Stage:
                         hung_clients = sink, consumer
                         sink = consumer = None  # let go of: never closed in the finally below
                         self.let_go(*hung_clients, hung)
+                        continue
+                    except FencedError as exc:
+                        if isinstance(exc, TakenOverError) or s.delivery != "exactly-once":
+                            raise
+                        fenced_clients = sink, consumer
+                        sink = consumer = None  # let go of: a fenced producer does nothing more
+                        self.fenced(*fenced_clients, exc)
                         continue
                     except (DependencyError, RetriableKafkaError, AbortableKafkaError) as exc:
                         if sink is not None:

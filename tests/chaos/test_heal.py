@@ -1,0 +1,251 @@
+"""Self-healing: a stage frozen (SIGSTOP of its whole process tree) and a broker restarted.
+
+One stage run carries the three freezes, one after another, so the Spark start is paid once:
+a short freeze inside a watched call (not a hang), a freeze past transaction.timeout.ms (the
+broker fences the producer; the stage recovers in-process), and a freeze during which a second
+instance takes over (the frozen one exits without publishing).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from connectors import stack
+from tests.chaos.test_faults import _open_transaction, _state
+from tests.helpers import (
+    cli,
+    end_offsets,
+    group_offsets,
+    sink_args,
+    sink_offsets,
+    stage_args,
+    start_cli,
+    wait_for,
+)
+from tests.integration.input_builder import build_input
+from tests.integration.test_stage import assert_exact
+
+pytestmark = pytest.mark.chaos
+BATCH = 200
+# The issue's bound: from the moment the fault is healed to the next commit.
+RESUME_S = 5.0
+# A transaction timeout the short freeze stays under (the broker aborts a timed-out transaction
+# at its next check, every 10 s) and the send_offsets watchdog (5 s + 2 s) is well over.
+TXN_TIMEOUT_MS = 15_000
+SHORT_FREEZE_S = 10.0
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _tree(pid: int) -> list[int]:
+    """pid and all its descendants (the stage and its Spark JVM)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        tasks = Path(f"/proc/{p}/task")
+        for task in tasks.iterdir() if tasks.exists() else ():
+            with contextlib.suppress(OSError):
+                todo += [int(c) for c in (task / "children").read_text().split()]
+    return out
+
+
+def _signal_tree(pid: int, sig: int) -> None:
+    for p in _tree(pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(p, sig)
+
+
+def _metrics(port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+        return resp.read().decode()
+
+
+def _metric(text: str, name: str, **labels: str) -> float:
+    want = ",".join(f'{k}="{v}"' for k, v in labels.items())
+    pattern = rf"^{name}{{{want}}} (\S+)$" if want else rf"^{name} (\S+)$"
+    m = re.search(pattern, text, re.M)
+    return float(m.group(1)) if m else 0.0
+
+
+def _log_time(line: str) -> float:
+    """The epoch time of a log line ("2026-11-26 05:40:43,123 INFO ...", local time)."""
+    stamp = " ".join(line.split()[:2])
+    return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp()
+
+
+def _commits_after(log_text: str, t: float) -> list[float]:
+    return [_log_time(ln) for ln in log_text.splitlines()
+            if re.search(r" batch \d+ committed", ln) and _log_time(ln) >= t]
+
+
+def _stop_at_crash_point(stage: subprocess.Popen) -> None:
+    """The stage stops itself at its crash point; then its whole tree is stopped too."""
+    wait_for(lambda: stage.poll() is not None or _state(stage.pid) == "T", timeout_s=240,
+             what="the stage to stop at its crash point")
+    assert stage.poll() is None, "the stage exited instead of stopping"
+    _signal_tree(stage.pid, signal.SIGSTOP)
+
+
+def test_freezes_short_past_the_timeout_and_with_a_takeover(endpoints, names, mysql_db,
+                                                           tmp_path):
+    inp = build_input(endpoints.bootstrap, names.topic("in"), names.txn_id + "-producer")
+    port = _free_port()
+    log_path = tmp_path / "stage.log"
+    args = stage_args(endpoints, names, "--max-records-per-batch", str(BATCH),
+                      "--trigger-interval", "0.2",
+                      "--kafka-config", f"transaction.timeout.ms={TXN_TIMEOUT_MS}")
+    # Batch 2: stopped inside the watched send_offsets_to_transaction (a short freeze);
+    # batch 4: stopped with its transaction open (past the timeout); batch 7: the takeover.
+    stage = start_cli(*args, "--metrics-port", str(port), log_path=log_path,
+                      env={"LOGCOUNT_CRASH_AT": "in_send_offsets:2,after_send_offsets:4,"
+                                                "after_send_offsets:7",
+                           "LOGCOUNT_CRASH_MODE": "stop"})
+    new = None
+    try:
+        # 1. A freeze shorter than the transaction timeout, but longer than the watchdog's
+        # limit on the call it stopped in: neither a hang nor a fencing.
+        _stop_at_crash_point(stage)
+        time.sleep(SHORT_FREEZE_S)
+        _signal_tree(stage.pid, signal.SIGCONT)
+        wait_for(lambda: "batch 2 committed" in log_path.read_text(), timeout_s=60,
+                 what="batch 2 to commit after the short freeze")
+        text = log_path.read_text()
+        assert "replacing the stage's Kafka clients" not in text, text[-3000:]
+        assert re.search(r"did not run for \d+\.\ds \(stopped", text), "the freeze is named"
+        m = _metrics(port)
+        assert _metric(m, "logcount_kafka_hung_calls_total",
+                       call="send_offsets_to_transaction") == 0
+        assert "logcount_producer_recoveries_total{" not in m
+
+        # 2. Stopped with a transaction open until the broker has aborted it (fencing our
+        # producer's epoch): the stage recovers in-process and commits within RESUME_S.
+        _stop_at_crash_point(stage)
+        assert _open_transaction(endpoints.bootstrap, names), "batch 4's transaction is open"
+        frozen_at = time.monotonic()
+        wait_for(lambda: time.monotonic() - frozen_at >= 12
+                 and not _open_transaction(endpoints.bootstrap, names),
+                 timeout_s=90, step_s=1, what="the broker to abort the frozen transaction")
+        resumed = time.time()
+        _signal_tree(stage.pid, signal.SIGCONT)
+        wait_for(lambda: stage.poll() is not None or _commits_after(log_path.read_text(),
+                                                                    resumed),
+                 timeout_s=60, what="the next commit after the stage resumed")
+        assert stage.poll() is None, log_path.read_text()[-3000:]
+        took = _commits_after(log_path.read_text(), resumed)[0] - resumed
+        text = log_path.read_text()
+        fenced = [ln for ln in text.splitlines() if "producer fenced, cause" in ln]
+        assert len(fenced) == 1 and "cause fenced_after_freeze" in fenced[0], fenced
+        assert " WARNING " in fenced[0]
+        m = _metrics(port)
+        assert _metric(m, "logcount_producer_recoveries_total", cause="fenced_after_freeze") == 1
+        assert "logcount_kafka_hung_calls_total{" not in m
+        print(f"freeze past the transaction timeout: next commit {took:.2f}s after SIGCONT")
+        assert took <= RESUME_S, f"resumed {took:.2f}s after SIGCONT"
+
+        # 3. Frozen again; meanwhile a second instance takes the transactional id and finishes
+        # the input. The frozen one, resumed, finds the other's claim and exits publishing
+        # nothing.
+        _stop_at_crash_point(stage)
+        new = start_cli(*args, log_path=tmp_path / "new.log")
+        ends = end_offsets(endpoints.bootstrap, names.topic("in"))
+        wait_for(lambda: group_offsets(endpoints.bootstrap, names.group,
+                                       names.topic("in")) == ends,
+                 timeout_s=240, what="the second instance to finish the input")
+        written = {t: end_offsets(endpoints.bootstrap, names.topic(t)) for t in ("out", "dlq")}
+        _signal_tree(stage.pid, signal.SIGCONT)
+        assert stage.wait(60) == 1
+        last = log_path.read_text().strip().splitlines()[-1]
+        assert last.startswith("logcount: error: another instance") and \
+            "stops without publishing" in last, last
+        assert {t: end_offsets(endpoints.bootstrap, names.topic(t))
+                for t in ("out", "dlq")} == written, "the frozen instance published"
+        new.send_signal(signal.SIGTERM)
+        assert new.wait(60) == 0
+    finally:
+        for p in (stage, new):
+            if p is not None and p.poll() is None:
+                _signal_tree(p.pid, signal.SIGCONT)
+                p.kill()
+    assert "Traceback" not in log_path.read_text()
+    cli(*sink_args(endpoints, names, mysql_db, "--once"))
+    assert_exact(endpoints, names, inp, mysql_db)
+
+
+def _feed(bootstrap: str, topic: str, n: int, tag: str) -> None:
+    """n ERROR lines of one minute, produced and flushed."""
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "log_level": 0})
+    for i in range(n):
+        p.produce(topic, f"2017-07-30 09:{i % 60:02d}:07 ERROR {tag} {i}".encode(),
+                  partition=i % 4)
+    assert p.flush(30) == 0
+
+
+def test_a_broker_restart_resumes_stage_and_sink_within_5s(endpoints, names, mysql_db,
+                                                         tmp_path):
+    if endpoints.kind != "embedded":
+        pytest.skip("restarts the embedded stack's broker")
+    inp = build_input(endpoints.bootstrap, names.topic("in"), names.txn_id + "-producer")
+    stage_log, sink_log = tmp_path / "stage.log", tmp_path / "sink.log"
+    stage = start_cli(*stage_args(endpoints, names, "--trigger-interval", "0.2"),
+                      log_path=stage_log)
+    sink = start_cli(*sink_args(endpoints, names, mysql_db), log_path=sink_log)
+    try:
+        ends = end_offsets(endpoints.bootstrap, names.topic("in"))
+        wait_for(lambda: group_offsets(endpoints.bootstrap, names.group,
+                                       names.topic("in")) == ends,
+                 timeout_s=240, what="the stage to count the input")
+        kafka = stack.Kafka()
+        kafka.down(log=lambda line: None)  # SIGTERM: a clean broker shutdown
+        time.sleep(3)
+        kafka.up(log=lambda line: None)  # returns once the broker answers metadata
+        answered = time.time()
+        _feed(endpoints.bootstrap, names.topic("in"), 100, "after-restart")
+        for i in range(100):
+            inp.expected[f"2017-07-30 09:{i % 60:02d}:00"] += 1
+        ends = end_offsets(endpoints.bootstrap, names.topic("in"))
+        wait_for(lambda: stage.poll() is not None or _commits_after(stage_log.read_text(),
+                                                                    answered),
+                 timeout_s=60, what="the stage's first commit after the restart")
+        stage_took = _commits_after(stage_log.read_text(), answered)[0] - answered
+
+        def sink_done() -> bool:
+            out = end_offsets(endpoints.bootstrap, names.topic("out"))
+            return group_offsets(endpoints.bootstrap, names.group, names.topic("in")) == ends \
+                and sink_offsets(mysql_db, names) == {p: o for p, o in out.items() if o > 0}
+
+        wait_for(lambda: stage.poll() is not None or sink.poll() is not None or sink_done(),
+                 timeout_s=60, step_s=0.1, what="the sink to store the new totals")
+        sink_took = time.time() - answered
+        assert stage.poll() is None and sink.poll() is None
+        print(f"broker restart: stage committed {stage_took:.2f}s, sink stored "
+              f"{sink_took:.2f}s after the broker answered")
+        assert stage_took <= RESUME_S, stage_log.read_text()[-3000:]
+        assert sink_took <= RESUME_S, sink_log.read_text()[-3000:]
+        stage.send_signal(signal.SIGTERM)
+        sink.send_signal(signal.SIGTERM)
+        assert stage.wait(60) == 0 and sink.wait(60) == 0
+    finally:
+        for p in (stage, sink):
+            if p.poll() is None:
+                p.kill()
+    for path in (stage_log, sink_log):
+        assert "Traceback" not in path.read_text()
+    assert_exact(endpoints, names, inp, mysql_db)
