@@ -76,7 +76,8 @@ class StageMetrics:
         self.producer_recoveries = Counter(
             "logcount_producer_recoveries", "Kafka clients replaced in-process, by cause: "
             "fenced_after_freeze (the broker aborted our transaction while the process stood "
-            "stopped), fenced, hung_call", ["cause"], registry=r)
+            "stopped), fenced, hung_call, after_outage (the cluster was unreachable)",
+            ["cause"], registry=r)
         self.start_refused = Gauge("logcount_stage_start_refused", "1 while a stage whose start "
                                    "was refused (exit 2) holds /metrics up before it exits",
                                    registry=r)
