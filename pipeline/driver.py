@@ -112,10 +112,6 @@ MAX_HANGS_WITHOUT_COMMIT = 3
 MAX_FENCES_WITHOUT_COMMIT = 3
 
 
-class _StaleClients(Exception):
-    """The cluster was unreachable since the last batch: replace the Kafka clients first."""
-
-
 class StopFlag:
     """Set by SIGTERM/SIGINT. The loop checks it between batches; a running Spark job is
     cancelled so the stop is prompt; an open transaction is always finished or aborted first."""
@@ -212,7 +208,6 @@ class Stage:
         self.fences = 0  # fencings of our own producer since the last commit
         self.recovering: str | None = None  # why the clients are being replaced (a metric label)
         self.batch_started = time.monotonic()  # the current batch's plan began
-        self.outage = False  # a plan or Spark job failed for want of the cluster (cycle())
         # Who this process is in the state topic's claim: unique per start, so a restart on the
         # same host is another instance.
         self.instance = uuid.uuid4().hex[:16]
@@ -362,13 +357,13 @@ class Stage:
                     hung)
 
     def retire(self, sink, consumer) -> None:
-        """Replace clients that lived through an outage of the cluster, between two batches."""
-        self.outage = False
+        """Let go of clients that saw the cluster fail, between two batches: the loop makes
+        new ones (recover_clients) before the next transaction, retrying until it answers."""
         self.recovering = "after_outage"
         sink.abandon()  # nothing open: flushes nothing, on a thread of its own all the same
         threading.Thread(target=_best_effort, args=(consumer.close,), daemon=True).start()
-        log.info("the cluster answers again: replacing the stage's Kafka clients before the "
-                 "next transaction, unless another instance took over")
+        log.info("replacing the stage's Kafka clients before the next transaction (they saw "
+                 "the cluster fail), unless another instance took over")
 
     def fenced(self, sink, consumer, fenced: FencedError) -> None:
         """Our producer was fenced. Unless another instance took over (the claim check in
@@ -424,7 +419,6 @@ class Stage:
         log.info("Kafka clients replaced (%s); batch %d is planned again from the committed "
                  "state", self.recovering, self.batches + 1)
         self.recovering = None
-        self.outage = False
         return clients
 
     # -- the cycle -----------------------------------------------------------------------------
@@ -434,11 +428,6 @@ class Stage:
         plan = self.plan()
         if not plan.ranges and not plan.commit:
             return False
-        if self.outage and isinstance(sink, TransactionalSink):
-            # After a broker restart the old producer's send_offsets_to_transaction hung for
-            # its whole watchdog (7 s, librdkafka #5456); a new producer costs ~0.4 s and no
-            # transaction is open now. The claim check still comes first (recover_clients).
-            raise _StaleClients()
         self.batches += 1
         self.crash.batch = self.batches
         t0 = time.monotonic()
@@ -552,6 +541,9 @@ class Stage:
     # -- metrics -------------------------------------------------------------------------------
     def observe(self, result: BatchResult, change: Change, spark_s: float,
                 commit_s: float) -> None:
+        if self.failures:
+            log.info("committing again after %d failed attempts over %.1fs", self.failures,
+                     time.monotonic() - (self.failing_since or time.monotonic()))
         self.failures = self.hangs = self.fences = 0
         self.failing_since = None
         t = self.tally
@@ -589,8 +581,10 @@ class Stage:
                                   f"{now - self.failing_since:.0f}s; last: "
                                   f"{first_line[:500]}") from exc
         delay = min(RETRY_FIRST_S * 2 ** (self.failures - 1), RETRY_MAX_S)
-        log.warning("%s failed (%s); re-planning in %.0fs (%d in a row)", failed.doing,
-                    first_line[:300], delay, self.failures)
+        # One WARN line an outage (retries go on every second), one INFO line when it is over.
+        log.log(logging.WARNING if self.failures == 1 else logging.DEBUG,
+                "%s failed (%s); re-planning in %.1fs (%d in a row)", failed.doing,
+                first_line[:300], delay, self.failures)
         self.stop.event.wait(delay)
 
     # -- shutdown ------------------------------------------------------------------------------
@@ -626,14 +620,15 @@ class Stage:
                     except _Retry as failed:
                         if self.stop.set:  # a Spark job cancelled by the signal: nothing open
                             break
-                        # Nothing is open; the cluster let a plan or a Spark read down.
-                        self.outage = self.outage or failed.doing in ("planning", "the Spark job")
+                        if isinstance(sink, TransactionalSink) and failed.doing in (
+                                "planning", "the Spark job"):
+                            # After a broker restart the old producer's send_offsets hung for
+                            # its whole watchdog (7 s, librdkafka #5456). Nothing is open now:
+                            # new clients (claim check first) are made while the cluster heals.
+                            stale = sink, consumer
+                            sink = consumer = None
+                            self.retire(*stale)
                         self.transient_failure(failed)
-                        continue
-                    except _StaleClients:
-                        stale = sink, consumer
-                        sink = consumer = None
-                        self.retire(*stale)
                         continue
                     except HungClientError as hung:
                         hung_clients = sink, consumer
@@ -652,7 +647,7 @@ class Stage:
                             raise
                         # Replacing hung clients failed (the links are still down): try again
                         # after the usual backoff, as a failed plan would.
-                        self.transient_failure(_Retry("replacing the hung Kafka clients", exc))
+                        self.transient_failure(_Retry("replacing the Kafka clients", exc))
                         continue
                     if not busy:
                         if s.once:
