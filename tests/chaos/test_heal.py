@@ -20,13 +20,15 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka.admin import OffsetSpec
 
-from connectors import stack
-from tests.chaos.test_faults import _open_transaction, _state
+from connectors import kafka_io, stack
 from tests.helpers import (
     cli,
     end_offsets,
     group_offsets,
+    held_topics,
     sink_args,
     sink_offsets,
     stage_args,
@@ -69,6 +71,25 @@ def _signal_tree(pid: int, sig: int) -> None:
     for p in _tree(pid):
         with contextlib.suppress(ProcessLookupError):
             os.kill(p, sig)
+
+
+def _state(pid: int) -> str:
+    return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+
+
+def _open_transaction(bootstrap: str, names) -> bool:
+    """A transaction is open when a read_committed reader of the output or DLQ is held below
+    the log end, or the group's offsets are unstable (offsets sent, transaction unresolved)."""
+    if held_topics(bootstrap, (names.topic("out"), names.topic("dlq"))):
+        return True
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": names.group, "log_level": 0})
+    try:
+        consumer.committed([TopicPartition(names.topic("in"), 0)], timeout=3)
+        return False
+    except KafkaException:  # UNSTABLE_OFFSET_COMMIT until the transaction ends
+        return True
+    finally:
+        consumer.close()
 
 
 def _metrics(port: int) -> str:
@@ -253,3 +274,124 @@ def test_a_broker_restart_resumes_stage_and_sink_within_5s(endpoints, names, mys
     assert text.count("waiting for the broker") == 1, text[-3000:]
     assert text.count("answers again") == 1, text[-3000:]
     assert_exact(endpoints, names, inp, mysql_db)
+
+
+def _serves(bootstrap: str, topic: str) -> bool:
+    """The broker answers the offsets of every partition of `topic`, first and last (as the
+    stage's plan and state read ask)."""
+    try:
+        adm = kafka_io.admin(bootstrap)
+        parts = kafka_io.partitions_of(adm, topic) or []
+        for spec in (OffsetSpec.earliest(), OffsetSpec.latest()):
+            kafka_io.list_offsets(adm, topic, parts, spec)
+        return True
+    except Exception:  # noqa: BLE001 - any failure means "not yet"
+        return False
+
+
+def _new_lines(path: Path, since: int) -> list[str]:
+    return path.read_text().splitlines()[since:]
+
+
+def test_broker_and_mariadb_stopped_30s_and_mariadb_killed(endpoints, names, mysql_db,
+                                                          tmp_path):
+    """One stage and sink run through three faults: the broker SIGSTOPped 30 s, MariaDB
+    SIGSTOPped 30 s, MariaDB SIGKILLed and started again. Each resumes within RESUME_S of the
+    heal, says so once per outage, and the totals end exact."""
+    if endpoints.kind != "embedded":
+        pytest.skip("stops the embedded stack's broker and MariaDB")
+    inp = build_input(endpoints.bootstrap, names.topic("in"), names.txn_id + "-producer",
+                      n_plain=400, n_txn=120)
+    stage_log, sink_log = tmp_path / "stage.log", tmp_path / "sink.log"
+    stage = start_cli(*stage_args(endpoints, names, "--trigger-interval", "0.2",
+                                  "--metrics-port", "0"), log_path=stage_log)
+    sink = start_cli(*sink_args(endpoints, names, mysql_db, "--metrics-port", "0"),
+                     log_path=sink_log)
+    kafka, db = stack.Kafka(), stack.MariaDB()
+    fed = 0
+
+    def feed() -> None:
+        nonlocal fed
+        _feed(endpoints.bootstrap, names.topic("in"), 60, f"fault-{fed}")
+        for i in range(60):
+            inp.expected[f"2017-07-30 09:{i % 60:02d}:00"] += 1
+        fed += 1
+
+    def stage_done() -> bool:
+        ends = end_offsets(endpoints.bootstrap, names.topic("in"))
+        return group_offsets(endpoints.bootstrap, names.group, names.topic("in")) == ends
+
+    def sink_done() -> bool:
+        out = end_offsets(endpoints.bootstrap, names.topic("out"))
+        return sink_offsets(mysql_db, names) == {p: o for p, o in out.items() if o > 0}
+
+    def resumed(healed: float, what: str) -> float:
+        wait_for(lambda: stage.poll() is not None or sink.poll() is not None
+                 or (stage_done() and sink_done()), timeout_s=60, step_s=0.1, what=what)
+        assert stage.poll() is None and sink.poll() is None
+        return time.time() - healed
+
+    took = {}
+    try:
+        wait_for(lambda: stage_done() and sink_done(), timeout_s=240, what="the first counts")
+        seen = len(sink_log.read_text().splitlines())
+        # 1. The broker stopped: nothing answers, connections stay open.
+        os.kill(kafka.pid(), signal.SIGSTOP)
+        time.sleep(30)
+        os.kill(kafka.pid(), signal.SIGCONT)
+        continued = time.time()
+        # A KRaft broker stopped past its session is fenced by its controller and registers
+        # again on resume: it answers metadata at once, but serves partitions only after that.
+        # The stage's clock starts when the broker serves the input's offsets again.
+        wait_for(lambda: all(_serves(endpoints.bootstrap, t) for t in (
+            names.topic("in"), names.topic("out"), names.topic("out") + "-state")),
+            timeout_s=60, step_s=0.1, what="the broker to serve partitions again")
+        healed = time.time()
+        print(f"broker stopped 30 s: serves partitions {healed - continued:.2f}s after SIGCONT")
+        feed()
+        wait_for(lambda: _commits_after(stage_log.read_text(), healed), timeout_s=60,
+                 what="the stage's commit after the broker resumed")
+        took["broker stopped 30 s: stage"] = _commits_after(stage_log.read_text(), healed)[0] \
+            - healed
+        took["broker stopped 30 s: sink"] = resumed(healed, "stage and sink after the broker")
+        assert sum("waiting for the broker" in ln for ln in _new_lines(sink_log, seen)) <= 1
+        # 2. MariaDB stopped while the stage keeps publishing: the sink waits, then writes.
+        seen = len(sink_log.read_text().splitlines())
+        os.kill(db.pid(), signal.SIGSTOP)
+        feed()
+        time.sleep(30)
+        os.kill(db.pid(), signal.SIGCONT)
+        healed = time.time()
+        took["MariaDB stopped 30 s: sink"] = resumed(healed, "the sink after MariaDB resumed")
+        lines = _new_lines(sink_log, seen)
+        assert sum("waiting for MySQL" in ln for ln in lines) == 1, lines
+        assert sum("MySQL at" in ln and "answers again" in ln for ln in lines) == 1, lines
+        # 3. MariaDB killed and started again.
+        seen = len(sink_log.read_text().splitlines())
+        db.kill()
+        feed()
+        time.sleep(3)
+        db.up(log=lambda line: None)
+        healed = time.time()
+        took["MariaDB SIGKILLed, restarted: sink"] = resumed(healed, "the sink after the restart")
+        lines = _new_lines(sink_log, seen)
+        assert sum("waiting for MySQL" in ln for ln in lines) == 1, lines
+        assert sum("MySQL at" in ln and "answers again" in ln for ln in lines) == 1, lines
+        stage.send_signal(signal.SIGTERM)
+        sink.send_signal(signal.SIGTERM)
+        assert stage.wait(60) == 0 and sink.wait(60) == 0
+    finally:
+        for sig_target in (kafka.pid(), db.pid()):
+            if sig_target is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(sig_target, signal.SIGCONT)
+        for p in (stage, sink):
+            if p.poll() is None:
+                p.kill()
+    for fault, seconds in took.items():
+        print(f"{fault}: resumed {seconds:.2f}s after the heal")
+    for path in (stage_log, sink_log):
+        assert "Traceback" not in path.read_text()
+    assert_exact(endpoints, names, inp, mysql_db)
+    slow = {f: s for f, s in took.items() if s > RESUME_S}
+    assert not slow, slow
