@@ -81,11 +81,11 @@ DLQ_RETENTION_MS = str(90 * 24 * 3600 * 1000)
 # A batch that fails before its transaction opens (broker bouncing under the plan, a Spark task
 # losing its Kafka connection, every link cut) is simply re-planned: nothing was published.
 # Backoff 0.5 s, then 1 s: the wait after a heal is at most 1 s (a broker restart must resume
-# within 5 s; 4 s of backoff alone was most of that), and one plan a second (three small admin
-# requests) costs a cluster nothing. Failing without a break for 5 minutes means the cause is
-# not passing: the stage exits with the last error rather than spinning, its supervisor decides.
+# within 5 s; 4 s of backoff was most of that); a plan a second is 3 small admin requests.
 RETRY_FIRST_S = 0.5
 RETRY_MAX_S = 1.0
+# Failing without a break for 5 minutes means the cause is not passing: exit with the last
+# error rather than spin, and let the supervisor decide.
 GIVE_UP_AFTER_S = 300.0
 # How long a failing start-up waits, with --verbose, for the Spark session it began beside it
 # (so that the JVM's start-up chatter comes before our one error line). A session starts in
