@@ -518,11 +518,20 @@ class Sink:
             log.debug("Kafka: %s", reason)
 
     def _broker_answers(self) -> bool:
+        """The topic's leaders answer for their offsets (what the consumer needs): metadata
+        alone comes from a broker that is still shutting down, or not yet serving partitions."""
         assert self.adm is not None
+        t = KAFKA_PROBE_TIMEOUT_S
         try:
-            self.adm.list_topics(topic=self.s.topic, timeout=KAFKA_PROBE_TIMEOUT_S)
-            return True
-        except KafkaException:
+            md = self.adm.list_topics(topic=self.s.topic, timeout=t)
+            parts = md.topics[self.s.topic].partitions
+            futures = self.adm.list_offsets(
+                {TopicPartition(self.s.topic, p): OffsetSpec.latest() for p in parts},
+                request_timeout=t)
+            for fut in futures.values():
+                fut.result(timeout=t + 1)
+            return bool(parts)
+        except Exception:  # noqa: BLE001 - refused, timed out, no leader: all mean "not yet"
             return False
 
     def _behind(self) -> bool:
@@ -577,6 +586,7 @@ class Sink:
         consumer = self._new_consumer()
         try:
             while not self.stop.is_set():
+                down_before = self.kafka_down_since
                 msgs = consumer.consume(10_000, 0.5)
                 if self.fatal is not None:
                     raise DependencyError(f"sink consumer: {self.fatal.str()}")
@@ -598,7 +608,9 @@ class Sink:
                     if total is not None:
                         batch.append(total)
                 if self.kafka_down_since is not None:
-                    delivered = bool(batch or ends)
+                    # What this very poll returned beside the outage's first error (records
+                    # fetched before, an end of partition) is no sign that it is over.
+                    delivered = bool(batch or ends) and down_before is not None
                     consumer = self._after_outage(consumer, delivered)
                 if self._id_changed():
                     self._resync(consumer)  # this batch may be of the old topic: dropped

@@ -212,6 +212,7 @@ class Stage:
         self.fences = 0  # fencings of our own producer since the last commit
         self.recovering: str | None = None  # why the clients are being replaced (a metric label)
         self.batch_started = time.monotonic()  # the current batch's plan began
+        self.clients_made_at = 0.0  # kafka_clients(): when the current ones were made
         # Who this process is in the state topic's claim: unique per start, so a restart on the
         # same host is another instance.
         self.instance = uuid.uuid4().hex[:16]
@@ -342,6 +343,7 @@ class Stage:
             self.close(sink, consumer)
             raise
         self.all_offsets_sent_at = None  # the first commit of these clients sends them all
+        self.clients_made_at = time.monotonic()
         return sink, consumer
 
     def let_go(self, sink, consumer, hung: HungClientError) -> None:
@@ -628,10 +630,11 @@ class Stage:
                         if self.stop.set:  # a Spark job cancelled by the signal: nothing open
                             break
                         if isinstance(sink, TransactionalSink) and failed.doing in (
-                                "planning", "the Spark job"):
+                                "planning", "the Spark job") and self.clients_made_at <= (
+                                self.failing_since or time.monotonic()):
                             # After a broker restart the old producer's send_offsets hung for
                             # its whole watchdog (7 s, librdkafka #5456). Nothing is open now:
-                            # new clients (claim check first) are made while the cluster heals.
+                            # new clients (claim check first), once per run of failures.
                             stale = sink, consumer
                             sink = consumer = None
                             self.retire(*stale)
