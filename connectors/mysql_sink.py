@@ -99,20 +99,27 @@ _ACCESS_DENIED = {1044, 1045, 1698}
 _UNKNOWN_DB = 1049
 _TLS_FAILED = 2026  # CR_SSL_CONNECTION_ERROR: TLS required (--mysql-tls-ca) but not possible
 # Why these: MySQL restarts take seconds; 0.5 s first retry, doubling to 2 s, rides out a restart
-# or a cut link and writes again within 2 s of the heal (10 s before #27), while one connection
-# attempt every 2 s is nothing to a struggling server.
+# or a cut link and writes again within 2 s of the heal, while one connection attempt every 2 s is
+# nothing to a struggling server.
 BACKOFF_FIRST_S = 0.5
 BACKOFF_MAX_S = 2.0
-# How long one MySQL round trip may stay silent. A batch's write is one multi-row upsert and one
-# offsets upsert of at most a few thousand rows: milliseconds, a second on a busy server; 10 s
-# (30 s before) is when a link that drops our packets is given up and the write retried on a new
-# connection. The connect itself: 5 s, a server that accepts at all answers its greeting at once.
+# How long one MySQL round trip may stay silent: a batch's write takes milliseconds (a second on a
+# busy server), so 10 s of silence is a link dropping our packets: retry on a new connection.
+# The connect: 5 s; a server that accepts at all answers its greeting at once.
+# Figures: docs/tuning.md#mysql-timeouts
 MYSQL_CONNECT_TIMEOUT_S = 5
 MYSQL_IO_TIMEOUT_S = 10
 # Why 10 s: a running sink asks the broker for the topic's id this often (one metadata request)
 # to notice a recreation that its consumer does not report; until then it may apply the new
 # topic's records from the old positions, which the re-read after the repair converges anyway.
 DRIFT_CHECK_INTERVAL_S = 10.0
+# After a Kafka error the sink asks the broker (one metadata request, 1 s timeout) at each turn
+# of its loop (0.5 s) whether it answers again: the resume line then comes within a second.
+KAFKA_PROBE_TIMEOUT_S = 1.0
+# A consumer that delivers nothing this long after the broker answers again, while the topic
+# holds records past MySQL's offsets, is stuck (seen after a broker restart: its group
+# coordinator request queued for good) and is replaced. 1.5 s: three turns of the loop.
+STALL_S = 1.5
 
 
 @dataclass(frozen=True)
@@ -198,12 +205,16 @@ class MySQLStore:
         """Run fn(conn) in a transaction; on a transient error roll back, reconnect, retry
         (until `deadline`, a time.monotonic() value, when given: the start-up's bound)."""
         delay = BACKOFF_FIRST_S
+        down_since: float | None = None  # this outage began (one WARN line, one when over)
         while True:
             try:
                 if self.conn is None:
                     self.conn = self._connect()
                 result = fn(self.conn)
                 self.conn.commit()
+                if down_since is not None and deadline is None:
+                    log.info("MySQL at %s:%d answers again after %.1fs: %s resumed",
+                             self.url.host, self.url.port, time.monotonic() - down_since, doing)
                 return result
             except pymysql.err.MySQLError as exc:
                 code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
@@ -222,11 +233,17 @@ class MySQLStore:
                 if deadline is not None and time.monotonic() + delay > deadline:
                     raise DependencyError(f"MySQL at {self.url.host}:{self.url.port} "
                                           f"unreachable ({doing}): {exc.args[-1]}") from exc
-                if deadline is None:  # running: every outage is worth a line
-                    log.warning("MySQL %s failed (%s); retrying in %.1fs", doing, exc, delay)
+                if deadline is None and down_since is None:  # running: one line an outage
+                    log.warning("MySQL %s failed (%s); waiting for MySQL at %s:%d, retrying "
+                                "every %.0fs at most: the sink resumes by itself", doing, text,
+                                self.url.host, self.url.port, BACKOFF_MAX_S)
+                elif deadline is None:
+                    log.debug("MySQL %s failed again (%s)", doing, text)
                 elif delay == BACKOFF_FIRST_S:  # at start: one line, then the verdict
                     log.info("waiting for MySQL at %s:%d (%s), up to %.0fs", self.url.host,
                              self.url.port, text, deadline - time.monotonic())
+                if down_since is None:
+                    down_since = time.monotonic()
                 self.stop.wait(delay)
                 delay = min(delay * 2, BACKOFF_MAX_S)
 
@@ -352,6 +369,10 @@ class Sink:
         # The topic id the last drift check saw (None: the broker gives none).
         self.topic_id: str | None = None
         self.id_checked_at = 0.0
+        self.kafka_down_since: float | None = None  # a Kafka outage began (one WARN line)
+        self.kafka_back_at: float | None = None  # the broker answered again
+        self.consumer: Consumer | None = None  # the current one (_new_consumer)
+        self.fatal: KafkaError | None = None  # reported by error_cb
 
     def _topic_id_now(self) -> str | None:
         assert self.adm is not None
@@ -403,7 +424,7 @@ class Sink:
         try:
             now = self._topic_id_now()
         except DependencyError as exc:
-            log.warning("checking the topic's id: %s; trying again later", exc)
+            self._kafka_failed(f"checking the topic's id: {exc}")  # asked again later
             return False
         return now is not None and now != self.topic_id
 
@@ -423,6 +444,8 @@ class Sink:
                  {p: stored.get(p, OFFSET_BEGINNING) for p in sorted(self.assigned)})
 
     def _on_assign(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
+        if consumer is not self.consumer:
+            return
         stored = self.store.load_offsets(self.s.group_id, self.s.topic)
         for tp in parts:
             tp.offset = stored.get(tp.partition, OFFSET_BEGINNING)
@@ -433,6 +456,8 @@ class Sink:
                  {tp.partition: tp.offset for tp in parts})
 
     def _on_revoke(self, consumer: Consumer, parts: list[TopicPartition]) -> None:
+        if consumer is not self.consumer:
+            return
         self.assigned -= {tp.partition for tp in parts}
         self.at_eof -= {tp.partition for tp in parts}
 
@@ -455,6 +480,92 @@ class Sink:
                 total += lag
         self.health.lag = total
 
+    def _new_consumer(self) -> Consumer:
+        s = self.s
+        consumer = Consumer(kafka_io.client_config(s.bootstrap_servers, s.kafka_client_config, **{
+            "group.id": s.group_id,
+            # Only committed transactions: never an aborted total.
+            "isolation.level": "read_committed",
+            # Offsets live in MySQL; Kafka's copy is for lag monitoring only.
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "auto.offset.reset": "earliest",
+            # Client-level errors (broker down, transport) come here, not through consume().
+            "error_cb": self._on_error,
+        }))
+        self.consumer = consumer  # a replaced one's callbacks (its close) change nothing here
+        consumer.subscribe([s.topic], on_assign=self._on_assign, on_revoke=self._on_revoke)
+        return consumer
+
+    def _on_error(self, err: KafkaError) -> None:
+        if err.fatal():
+            self.fatal = err  # raised by the loop: a callback's exception would be lost
+        else:
+            self._kafka_failed(err.str())
+
+    def _kafka_failed(self, reason: str) -> None:
+        """One WARN line per outage, not one per error librdkafka reports."""
+        if self.kafka_down_since is None:
+            self.kafka_down_since, self.kafka_back_at = time.monotonic(), None
+            log.warning("Kafka at %s: %s; waiting for the broker: the sink resumes by itself",
+                        self.s.bootstrap_servers, reason)
+        else:
+            log.debug("Kafka: %s", reason)
+
+    def _broker_answers(self) -> bool:
+        """The topic's leaders answer for their offsets (what the consumer needs): metadata
+        alone comes from a broker that is still shutting down, or not yet serving partitions."""
+        assert self.adm is not None
+        t = KAFKA_PROBE_TIMEOUT_S
+        try:
+            md = self.adm.list_topics(topic=self.s.topic, timeout=t)
+            parts = md.topics[self.s.topic].partitions
+            futures = self.adm.list_offsets(
+                {TopicPartition(self.s.topic, p): OffsetSpec.latest() for p in parts},
+                request_timeout=t)
+            for fut in futures.values():
+                fut.result(timeout=t + 1)
+            return bool(parts)
+        except Exception:  # noqa: BLE001 - refused, timed out, no leader: all mean "not yet"
+            return False
+
+    def _behind(self) -> bool:
+        """Whether the topic holds committed records past MySQL's offsets."""
+        assert self.adm is not None
+        try:
+            parts = kafka_io.partitions_of(self.adm, self.s.topic) or []
+            ends = kafka_io.list_offsets(self.adm, self.s.topic, parts, OffsetSpec.latest())
+        except DependencyError:
+            return False  # not answering after all: ask again next turn
+        stored = self.store.load_offsets(self.s.group_id, self.s.topic)
+        return any(end > stored.get(p, 0) for p, end in ends.items())
+
+    def _after_outage(self, consumer: Consumer, delivered: bool) -> Consumer:
+        """While a Kafka outage lasts: say once when the broker answers again, and replace a
+        consumer that still delivers nothing STALL_S later although there is more to read."""
+        assert self.kafka_down_since is not None
+        now = time.monotonic()
+        if self.kafka_back_at is None:
+            if not (delivered or self._broker_answers()):
+                return consumer
+            self.kafka_back_at = now
+            log.info("Kafka at %s answers again after %.1fs: the sink resumes",
+                     self.s.bootstrap_servers, now - self.kafka_down_since)
+        if delivered or now - self.kafka_back_at < STALL_S:
+            if delivered:
+                self.kafka_down_since = self.kafka_back_at = None
+            return consumer
+        if not self._behind():  # nothing to read: nothing to show either way
+            self.kafka_down_since = self.kafka_back_at = None
+            return consumer
+        log.warning("the sink's Kafka consumer delivered nothing %.1fs after the broker came "
+                    "back, with records to read: replacing it (it resumes from MySQL's offsets)",
+                    now - self.kafka_back_at)
+        threading.Thread(target=_close_quietly, args=(consumer,), daemon=True).start()
+        self.assigned, self.at_eof = set(), set()
+        self.kafka_back_at = now  # the new one gets its STALL_S too
+        return self._new_consumer()
+
     def run(self) -> int:
         s = self.s
         if threading.current_thread() is threading.main_thread():
@@ -467,19 +578,13 @@ class Sink:
                                             s.startup_timeout)
         self.store.ensure_schema(s.startup_timeout)
         self._check_drift()  # before subscribing: the first assignment seeks to its offsets
-        consumer = Consumer(kafka_io.client_config(s.bootstrap_servers, s.kafka_client_config, **{
-            "group.id": s.group_id,
-            # Only committed transactions: never an aborted total.
-            "isolation.level": "read_committed",
-            # Offsets live in MySQL; Kafka's copy is for lag monitoring only.
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "auto.offset.reset": "earliest",
-        }))
-        consumer.subscribe([s.topic], on_assign=self._on_assign, on_revoke=self._on_revoke)
+        consumer = self._new_consumer()
         try:
             while not self.stop.is_set():
+                down_before = self.kafka_down_since
                 msgs = consumer.consume(10_000, 0.5)
+                if self.fatal is not None:
+                    raise DependencyError(f"sink consumer: {self.fatal.str()}")
                 batch: list[Total] = []
                 ends: dict[int, int] = {}
                 for msg in msgs:
@@ -491,12 +596,17 @@ class Sink:
                         elif err.fatal():
                             raise DependencyError(f"sink consumer: {err.str()}")
                         else:
-                            log.warning("sink consumer: %s", err.str())
+                            self._kafka_failed(err.str())
                         continue
                     self.at_eof.discard(msg.partition())
                     total = decode(msg)
                     if total is not None:
                         batch.append(total)
+                if self.kafka_down_since is not None:
+                    # What this very poll returned beside the outage's first error (records
+                    # fetched before, an end of partition) is no sign that it is over.
+                    delivered = bool(batch or ends) and down_before is not None
+                    consumer = self._after_outage(consumer, delivered)
                 if self._id_changed():
                     self._resync(consumer)  # this batch may be of the old topic: dropped
                     continue
@@ -526,6 +636,13 @@ class Sink:
                 server.shutdown()
         log.info("sink stopped; %d records applied", self.applied)
         return 0
+
+
+def _close_quietly(consumer: Consumer) -> None:
+    """A stuck consumer's close may block (its LeaveGroup is queued behind the stuck request):
+    on a thread of its own, errors ignored."""
+    with contextlib.suppress(Exception):
+        consumer.close()
 
 
 def run_sink(s: SinkSettings) -> int:

@@ -31,40 +31,30 @@ from logcount.core.errors import (
     classify,
     kafka_error,
 )
+from logcount.core.heartbeat import frozen_between
 
 log = logging.getLogger("logcount.txn")
 
-# Why 60 s: the transaction is open only from begin to commit: producing the touched minutes and
-# at most MAX_MALFORMED_PER_BATCH DLQ records, sending offsets and committing - well under a
-# second normally; the Spark work happens BEFORE begin_transaction, so batch size does not count
-# against this. 60 s leaves room for a broker bounce mid-commit, while bounding how long a
-# crashed-and-not-restarted stage can stall read_committed readers of the output topic (a
-# restart aborts it at once via init_transactions). It must stay <= the broker's
-# transaction.max.timeout.ms (15 min by default). Overridable with --kafka-config.
+# Why 60 s: the transaction is open only from begin to commit (well under a second; the Spark work
+# comes before), so 60 s rides out a broker bounce mid-commit while bounding how long a dead stage
+# stalls read_committed readers. Must stay <= transaction.max.timeout.ms; --kafka-config overrides.
 TRANSACTION_TIMEOUT_MS = 60_000
-# Each call's own timeout is what it waits for, so that a network fault costs seconds, not the
-# minute the old single 30 s timeout plus 30 s grace cost after every heal (issue #27):
-# - init_transactions finds the transaction coordinator and, if a predecessor left a transaction
-#   open, waits for its abort markers to be written: seconds on a loaded cluster, hence 30 s.
+# Each call waits for its own timeout, so a network fault costs seconds, not a minute:
+# init_transactions finds the coordinator and waits out a predecessor's abort (30 s).
+# Figures: docs/tuning.md#transaction-timeouts
 INIT_TIMEOUT_S = 30.0
 # - send_offsets_to_transaction: FindCoordinator for the group, AddOffsetsToTxn, TxnOffsetCommit:
 #   three round trips of milliseconds. A coordinator that is moving answers at once ("not
 #   coordinator", retried inside the call), so 5 s is ample; expiry is retried or aborts.
 SEND_OFFSETS_TIMEOUT_S = 5.0
-# - commit_transaction flushes the batch's records (acks=all: replication to the in-sync
-#   replicas) and writes EndTxn; abort_transaction likewise. A batch's records are the touched
-#   minutes and at most --max-malformed-per-batch DLQ records: well under a second; 10 s, and
-#   expiry is retriable (the call resumes where it was).
+# commit_transaction flushes the batch's records (acks=all) and writes EndTxn, abort likewise:
+# well under a second for the touched minutes and the DLQ records; 10 s, and expiry is retriable.
 END_TIMEOUT_S = 10.0
 # Retriable errors are retried until this deadline, then treated as abortable (re-plan, redo).
 RETRY_DEADLINE_S = 120.0
-# A call that has not returned this long after its own timeout is hung: librdkafka enforces its
-# timeouts on its own threads, so it returns within milliseconds of one unless it is stuck.
-# Seen with send_offsets_to_transaction after every link to the cluster was cut and healed
-# (librdkafka #5456: the coordinator request's timeout is never checked; #5511), and in CI's
-# secured tier after a transaction coordinator was killed. Nothing can be aborted through a hung
-# client: the stage replaces it (HungClientError) once it has checked that no other instance
-# took over (pipeline/driver.py), and the new producer's init_transactions fences the hung one.
+# A call still running this long after its own timeout is hung (librdkafka returns within ms of a
+# timeout unless stuck): the stage replaces it once no other instance took over, and the new
+# producer fences the hung one. Figures: docs/tuning.md#hung-calls
 HANG_GRACE_S = 2.0
 
 
@@ -77,7 +67,9 @@ class OutRecord:
 
 def _watched(doing: str, call: Callable[[], object], timeout_s: float):
     """Run `call` (which passes `timeout_s` to librdkafka) in a helper thread; one that outlives
-    it by HANG_GRACE_S is hung."""
+    it by HANG_GRACE_S of time this process actually ran is hung. Time during which the whole
+    process was stopped (core/heartbeat.py) is not counted: after a SIGSTOP the call resumes
+    with the rest of its own timeout, and a freeze is not a reason to replace the clients."""
     outcome: dict = {}
 
     def target() -> None:
@@ -86,13 +78,24 @@ def _watched(doing: str, call: Callable[[], object], timeout_s: float):
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             outcome["error"] = exc
 
+    limit = timeout_s + HANG_GRACE_S
+    started = time.monotonic()
+    frozen_between(started)  # starts the heartbeat, if nobody has yet
     worker = threading.Thread(target=target, name=f"kafka-{doing}", daemon=True)
     worker.start()
-    worker.join(timeout_s + HANG_GRACE_S)
-    if worker.is_alive():
-        raise HungClientError(
-            f"{doing} did not return within {timeout_s + HANG_GRACE_S:.0f}s, {HANG_GRACE_S:.0f}s "
-            f"past its own timeout (a librdkafka hang, #5456)", call=doing)
+    while True:
+        worker.join(max(0.0, limit - (time.monotonic() - started - frozen_between(started))))
+        if not worker.is_alive():
+            break
+        frozen = frozen_between(started)
+        ran = time.monotonic() - started - frozen
+        if ran >= limit:
+            stopped = (f"; the process was also stopped for {frozen:.1f}s, not counted"
+                       if frozen else "")
+            raise HungClientError(
+                f"{doing} did not return within {limit:.0f}s of running time, "
+                f"{HANG_GRACE_S:.0f}s past its own timeout (a librdkafka hang, #5456{stopped})",
+                call=doing)
     if "error" in outcome:
         raise outcome["error"]
     return outcome.get("value")
@@ -156,6 +159,7 @@ class TransactionalSink:
         if "socket.timeout.ms" not in extra and int(conf["socket.timeout.ms"]) > txn_ms + 100:
             conf["socket.timeout.ms"] = txn_ms
         self.producer = Producer(conf)
+        self.transaction_timeout_s = txn_ms / 1000
         self._crash = crash
 
     def init(self) -> None:

@@ -36,11 +36,13 @@ from logcount.core.errors import (
     ConfigError,
     DependencyError,
     FatalKafkaError,
+    FencedError,
     HungClientError,
     RetriableKafkaError,
     StateRefused,
     TakenOverError,
 )
+from logcount.core.heartbeat import HEARTBEAT, frozen_between
 from logcount.core.metrics import Health, StageMetrics, serve
 from logcount.core.progress import Progress
 from logcount.core.records import DeadLetter, MinuteTotal, encode_dead_letter, encode_total
@@ -76,14 +78,13 @@ log = logging.getLogger("logcount.stage")
 
 # The DLQ keeps malformed lines for 90 days: long enough for someone to notice and replay them.
 DLQ_RETENTION_MS = str(90 * 24 * 3600 * 1000)
-# A batch that fails before its transaction opens (broker bouncing under the plan, a Spark task
-# losing its Kafka connection, every link cut) is simply re-planned: nothing was published.
-# Backoff doubles from 1 s to 4 s: the wait after a heal is at most 4 s (it was 15 s), and one
-# plan every few seconds (three small admin requests) costs a cluster nothing. Failing without
-# a break for 5 minutes means the cause is not passing: the stage exits with the last error
-# rather than spinning silently, and its supervisor decides.
-RETRY_FIRST_S = 1.0
-RETRY_MAX_S = 4.0
+# A batch that fails before its transaction opens is re-planned (nothing was published): 0.5 s,
+# then every second, so a heal is followed within a second; a plan is 3 small admin requests.
+# Figures: docs/tuning.md#where-a-broker-restarts-9-115-s-went-and-what-was-cut
+RETRY_FIRST_S = 0.5
+RETRY_MAX_S = 1.0
+# Failing without a break for 5 minutes means the cause is not passing: exit with the last
+# error rather than spin, and let the supervisor decide.
 GIVE_UP_AFTER_S = 300.0
 # How long a failing start-up waits, with --verbose, for the Spark session it began beside it
 # (so that the JVM's start-up chatter comes before our one error line). A session starts in
@@ -93,17 +94,22 @@ SPARK_START_WAIT_S = 60.0
 # DescribeTopics per 30 s is nothing, and a batch planned meanwhile is caught by the offset check
 # (a recreated log is behind the state) or by this one before the next.
 TOPIC_ID_CHECK_S = 30.0
-# A transaction sends the group offsets that moved, and every partition's once an hour (and at a
-# process's first commit): an empty group's committed offset expires offsets.retention.minutes
-# (7 days by default) after it was last committed, so an input partition idle for a week would
-# lose its offset; an hourly refresh is one larger TxnOffsetCommit an hour.
+# A transaction sends the group offsets that moved, and all of them hourly (and at a first commit):
+# an empty group's offset expires offsets.retention.minutes (7 days) after its last commit, so an
+# idle input partition would lose it; the refresh is one larger TxnOffsetCommit an hour.
 GROUP_OFFSETS_REFRESH_S = 3600.0
-# A hung librdkafka call (connectors/transactional_sink.py HANG_GRACE_S) makes the stage replace
-# its Kafka clients, as a restart would but keeping the Spark session, once it has seen that its
-# own claim is still the last (Stage.recover_clients). A fourth hang before any batch has
-# committed means replacing does not help here: the stage exits, and its supervisor's restart is
-# the next step. (Three: links healing one by one can catch a new producer in the same hang.)
+# A hung librdkafka call makes the stage replace its Kafka clients (keeping the Spark session) once
+# its own claim is still the last; a fourth hang before any commit means replacing does not help,
+# so it exits for its supervisor (three: links healing one by one can catch a new producer).
 MAX_HANGS_WITHOUT_COMMIT = 3
+# A producer fenced while its own claim is still the last (the broker aborted our transaction
+# after transaction.timeout.ms, e.g. the process stood stopped) is replaced in-process like a
+# hung one. A fourth fencing before any batch commits is not a passing fault: exit 1.
+MAX_FENCES_WITHOUT_COMMIT = 3
+# A replacement commits its claim 0.1-0.3 s after its init_transactions fenced us: fenced with
+# no freeze to explain it, the stage reads the claim again 1 s later before it fences anyone
+# back. After a freeze past the timeout, a replacement had the whole freeze to claim.
+CLAIM_GRACE_S = 1.0
 
 
 class StopFlag:
@@ -192,6 +198,10 @@ class Stage:
         self.failures = 0
         self.failing_since: float | None = None  # the first of the failures in a row
         self.hangs = 0  # hung Kafka calls since the last commit
+        self.fences = 0  # fencings of our own producer since the last commit
+        self.recovering: str | None = None  # why the clients are being replaced (a metric label)
+        self.batch_started = time.monotonic()  # the current batch's plan began
+        self.clients_made_at = 0.0  # kafka_clients(): when the current ones were made
         # Who this process is in the state topic's claim: unique per start, so a restart on the
         # same host is another instance.
         self.instance = uuid.uuid4().hex[:16]
@@ -256,11 +266,9 @@ class Stage:
         """Spark, and beside it the broker, topics, fencing and the state. Returns spark, sink,
         consumer."""
         s = self.s
-        # The Spark session starts first (the CLI begins it before it even imports this module),
-        # beside the whole Kafka start-up, which it does not depend on: every step moved out of
-        # its way (the imports, the broker's first answer, the topic checks: 0.3 s) brings the
-        # first commit, and a restart's, that much sooner. Nothing is read or written before
-        # both are done, so the order of fencing and reading is unchanged.
+        # The Spark session starts first, beside the whole Kafka start-up it does not depend on:
+        # every step moved out of its way brings the first commit, and a restart's, that much
+        # sooner. Nothing is read or written before both are done.
         spark_started = self.spark_start or SessionStart(s.master)
         consumer = sink = None
         try:
@@ -285,10 +293,9 @@ class Stage:
                                                    OffsetSpec.latest())
         except BaseException:
             if _jvm_writes_where_we_do():
-                # --verbose: the JVM writes to our stderr while it starts; let it finish, so the
-                # error that stops us is the last line an operator sees. Otherwise its output
-                # goes to the log file, and the error exits at once (the CLI's os._exit): the
-                # JVM then exits by itself when its pipe from us closes (PythonGatewayServer).
+                # --verbose: let the JVM finish writing to our stderr, so the error that stops us
+                # is the last line an operator sees. Otherwise its output goes to the log file and
+                # we exit at once; the JVM exits by itself when our pipe closes.
                 with contextlib.suppress(Exception):
                     spark_started.result(timeout=SPARK_START_WAIT_S)
             self.close(sink, consumer)
@@ -322,6 +329,7 @@ class Stage:
             self.close(sink, consumer)
             raise
         self.all_offsets_sent_at = None  # the first commit of these clients sends them all
+        self.clients_made_at = time.monotonic()
         return sink, consumer
 
     def let_go(self, sink, consumer, hung: HungClientError) -> None:
@@ -335,9 +343,50 @@ class Stage:
         self.hangs += 1
         if self.hangs > MAX_HANGS_WITHOUT_COMMIT:
             raise hung
+        self.recovering = "hung_call"
         self.metrics.batches_aborted.inc()
         log.warning("%s; replacing the stage's Kafka clients unless another instance took over",
                     hung)
+
+    def retire(self, sink, consumer) -> None:
+        """Let go of clients that saw the cluster fail, between two batches: the loop makes
+        new ones (recover_clients) before the next transaction, retrying until it answers."""
+        self.recovering = "after_outage"
+        sink.abandon()  # nothing open: flushes nothing, on a thread of its own all the same
+        threading.Thread(target=_best_effort, args=(consumer.close,), daemon=True).start()
+        log.info("replacing the stage's Kafka clients before the next transaction (they saw "
+                 "the cluster fail), unless another instance took over")
+
+    def fenced(self, sink, consumer, fenced: FencedError) -> None:
+        """Our producer was fenced. Unless another instance took over (the claim check in
+        recover_clients), the broker fenced it for our own transaction: aborted after
+        transaction.timeout.ms, most often because this process stood stopped longer than that.
+        The batch is abandoned (nothing of it reached the in-memory state, which moves only
+        after a commit) and the clients are replaced like hung ones."""
+        if sink is not None:
+            sink.abandon()
+        if consumer is not None:
+            threading.Thread(target=_best_effort, args=(consumer.close,), daemon=True).start()
+        self.fences += 1
+        if self.fences > MAX_FENCES_WITHOUT_COMMIT:
+            raise FatalKafkaError(
+                f"the producer was fenced {self.fences} times without a commit in between "
+                f"(last: {fenced}); giving up: the cause is not passing") from fenced
+        self.metrics.batches_aborted.inc()
+        frozen = frozen_between(self.batch_started)
+        timeout_s = getattr(sink, "transaction_timeout_s", None)
+        if timeout_s is not None and frozen >= timeout_s:
+            self.recovering = "fenced_after_freeze"
+            why = (f"this process was stopped for {frozen:.1f}s, longer than "
+                   f"transaction.timeout.ms ({timeout_s:.0f}s), and the broker aborted its "
+                   f"transaction")
+        else:
+            self.recovering = "fenced"
+            stopped = f" (the process was stopped for {frozen:.1f}s)" if frozen else ""
+            why = f"the broker fenced the producer{stopped}: {fenced}"
+        log.warning("producer fenced, cause %s: %s; abandoning batch %d and replacing the "
+                    "Kafka clients unless another instance took over", self.recovering, why,
+                    self.batches)
 
     def recover_clients(self):
         """After a hang: what a restart does, without its Spark start. First the rule that keeps
@@ -350,16 +399,27 @@ class Stage:
         s = self.s
         if s.delivery == "exactly-once":
             holder = claimant(self.read_state_table())
+            if holder == self.instance and self.recovering == "fenced":
+                self.stop.event.wait(CLAIM_GRACE_S)
+                holder = claimant(self.read_state_table())
             if holder != self.instance:
+                while_ = {"hung_call": "this one's Kafka call hung",
+                          "after_outage": "the cluster was away"}.get(
+                              self.recovering or "", "its producer was fenced")
                 raise TakenOverError(
                     f"another instance ({holder or 'unknown'}) took transactional id {s.txn_id} "
-                    f"while this one's Kafka call hung; this instance stops without publishing "
-                    f"anything more")
-        return self.kafka_clients()
+                    f"while {while_}; this instance stops without publishing anything more")
+        clients = self.kafka_clients()
+        self.metrics.producer_recoveries.labels(cause=self.recovering or "unknown").inc()
+        log.info("Kafka clients replaced (%s); batch %d is planned again from the committed "
+                 "state", self.recovering, self.batches + 1)
+        self.recovering = None
+        return clients
 
     # -- the cycle -----------------------------------------------------------------------------
     def cycle(self, spark, sink, consumer) -> bool:
         """One batch: plan -> compute -> publish -> advance. False when there was nothing to do."""
+        self.batch_started = time.monotonic()
         plan = self.plan()
         if not plan.ranges and not plan.commit:
             return False
@@ -476,7 +536,10 @@ class Stage:
     # -- metrics -------------------------------------------------------------------------------
     def observe(self, result: BatchResult, change: Change, spark_s: float,
                 commit_s: float) -> None:
-        self.failures = self.hangs = 0
+        if self.failures:
+            log.info("committing again after %d failed attempts over %.1fs", self.failures,
+                     time.monotonic() - (self.failing_since or time.monotonic()))
+        self.failures = self.hangs = self.fences = 0
         self.failing_since = None
         t = self.tally
         t.last_commit = time.monotonic()
@@ -512,8 +575,10 @@ class Stage:
                                   f"{now - self.failing_since:.0f}s; last: "
                                   f"{first_line[:500]}") from exc
         delay = min(RETRY_FIRST_S * 2 ** (self.failures - 1), RETRY_MAX_S)
-        log.warning("%s failed (%s); re-planning in %.0fs (%d in a row)", failed.doing,
-                    first_line[:300], delay, self.failures)
+        # One WARN line an outage (retries go on every second), one INFO line when it is over.
+        log.log(logging.WARNING if self.failures == 1 else logging.DEBUG,
+                "%s failed (%s); re-planning in %.1fs (%d in a row)", failed.doing,
+                first_line[:300], delay, self.failures)
         self.stop.event.wait(delay)
 
     # -- shutdown ------------------------------------------------------------------------------
@@ -534,6 +599,7 @@ class Stage:
     def run(self) -> int:
         s = self.s
         self.stop.install()
+        HEARTBEAT.start()  # from the start: a freeze before the first watched call counts too
         try:
             spark, sink, consumer = self.start()
             try:
@@ -546,6 +612,15 @@ class Stage:
                     except _Retry as failed:
                         if self.stop.set:  # a Spark job cancelled by the signal: nothing open
                             break
+                        if isinstance(sink, TransactionalSink) and failed.doing in (
+                                "planning", "the Spark job") and self.clients_made_at <= (
+                                self.failing_since or time.monotonic()):
+                            # After a broker restart the old producer's send_offsets hung for
+                            # its whole watchdog (7 s, librdkafka #5456). Nothing is open now:
+                            # new clients (claim check first), once per run of failures.
+                            stale = sink, consumer
+                            sink = consumer = None
+                            self.retire(*stale)
                         self.transient_failure(failed)
                         continue
                     except HungClientError as hung:
@@ -553,12 +628,19 @@ class Stage:
                         sink = consumer = None  # let go of: never closed in the finally below
                         self.let_go(*hung_clients, hung)
                         continue
+                    except FencedError as exc:
+                        if isinstance(exc, TakenOverError) or s.delivery != "exactly-once":
+                            raise
+                        fenced_clients = sink, consumer
+                        sink = consumer = None  # let go of: a fenced producer does nothing more
+                        self.fenced(*fenced_clients, exc)
+                        continue
                     except (DependencyError, RetriableKafkaError, AbortableKafkaError) as exc:
                         if sink is not None:
                             raise
                         # Replacing hung clients failed (the links are still down): try again
                         # after the usual backoff, as a failed plan would.
-                        self.transient_failure(_Retry("replacing the hung Kafka clients", exc))
+                        self.transient_failure(_Retry("replacing the Kafka clients", exc))
                         continue
                     if not busy:
                         if s.once:

@@ -74,6 +74,11 @@ class StageMetrics:
         self.hung_calls = Counter("logcount_kafka_hung_calls", "librdkafka calls that did not "
                                   "return past their own timeout (the clients were replaced)",
                                   ["call"], registry=r)
+        self.producer_recoveries = Counter(
+            "logcount_producer_recoveries", "Kafka clients replaced in-process, by cause: "
+            "fenced_after_freeze (the broker aborted our transaction while the process stood "
+            "stopped), fenced, hung_call, after_outage (the cluster was unreachable)",
+            ["cause"], registry=r)
         self.start_refused = Gauge("logcount_stage_start_refused", "1 while a stage whose start "
                                    "was refused (exit 2) holds /metrics up before it exits",
                                    registry=r)

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import time
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from logcount.pipeline.crash import CRASH_EXIT_CODE, POINTS
 from tests.support.exact import assert_exact
 from tests.support.inputs import build_input
-from tests.support.readers import end_offsets, group_offsets, held_topics
+from tests.support.readers import end_offsets, group_offsets
 from tests.support.run import cli, sink_args, stage_args, start_cli, wait_for
 
 BATCH = 500
@@ -62,66 +60,6 @@ def test_a_zombie_stage_is_fenced_and_results_stay_exact(endpoints, names, mysql
         for p in (old, new):
             if p is not None and p.poll() is None:
                 p.kill()
-    cli(*sink_args(endpoints, names, mysql_db, "--once"))
-    assert_exact(endpoints.bootstrap, names, inp.expected, url=mysql_db,
-                 malformed=inp.malformed, sink_at_end=True)
-
-
-def _state(pid: int) -> str:
-    return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
-
-
-def _open_transaction(bootstrap: str, names) -> bool:
-    """A transaction is open when a read_committed reader of the output or DLQ is held below
-    the log end, or the group's offsets are unstable (offsets sent, transaction unresolved)."""
-    if held_topics(bootstrap, (names.topic("out"), names.topic("dlq"))):
-        return True
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": names.group, "log_level": 0})
-    try:
-        consumer.committed([TopicPartition(names.topic("in"), 0)], timeout=3)
-        return False
-    except KafkaException:  # UNSTABLE_OFFSET_COMMIT until the transaction ends
-        return True
-    finally:
-        consumer.close()
-
-
-def test_a_stage_hung_past_the_transaction_timeout_is_aborted_by_the_broker(
-        endpoints, names, mysql_db, tmp_path):
-    inp = build_input(endpoints.bootstrap, names.topic("in"), names.txn_id + "-producer")
-    log_path = tmp_path / "stage.log"
-    stage = start_cli(
-        *stage_args(endpoints, names, "--max-records-per-batch", str(BATCH),
-                    "--trigger-interval", "0.2",
-                    "--kafka-config", "transaction.timeout.ms=5000"),
-        env={"LOGCOUNT_CRASH_AT": "after_send_offsets:2", "LOGCOUNT_CRASH_MODE": "stop"},
-        log_path=log_path)
-    try:
-        wait_for(lambda: _state(stage.pid) == "T", timeout_s=180, what="the stage to hang")
-        assert _open_transaction(endpoints.bootstrap, names), \
-            "the hung stage's transaction must be open and holding read_committed readers"
-        # The broker aborts it after transaction.timeout.ms (+ its 10 s cleanup interval).
-        wait_for(lambda: not _open_transaction(endpoints.bootstrap, names),
-                 timeout_s=60, what="the broker to abort the hung transaction")
-        os.kill(stage.pid, signal.SIGCONT)
-        # On resume the stage notices: it either redoes the batch or exits with one line.
-        ends = end_offsets(endpoints.bootstrap, names.topic("in"))
-        wait_for(lambda: stage.poll() is not None or group_offsets(
-            endpoints.bootstrap, names.group, names.topic("in")) == ends,
-            timeout_s=180, what="the stage to react after resuming")
-        text = log_path.read_text()
-        if stage.poll() is not None:
-            assert stage.returncode == 1
-            assert text.strip().splitlines()[-1].startswith("logcount: error:")
-        else:
-            assert "aborted" in text
-            stage.send_signal(signal.SIGTERM)
-            assert stage.wait(60) == 0
-    finally:
-        if stage.poll() is None:
-            os.kill(stage.pid, signal.SIGCONT)
-            stage.kill()
-    cli(*stage_args(endpoints, names, "--once"))
     cli(*sink_args(endpoints, names, mysql_db, "--once"))
     assert_exact(endpoints.bootstrap, names, inp.expected, url=mysql_db,
                  malformed=inp.malformed, sink_at_end=True)

@@ -369,9 +369,10 @@ def test_mariadb_killed(rig, endpoints):
 def test_a_hung_stage_never_takes_the_id_back_from_its_replacement(secured_cluster, tmp_path):
     """The first stage hangs inside send_offsets_to_transaction (a deterministic crash point)
     and is frozen (SIGSTOP) while an orchestrator starts a second one with the same ids. Once
-    the second has committed, the first is let go on: its watchdog fires at once, it finds the
-    second one's claim in the state topic, and exits non-zero without creating a producer (so
-    without fencing anyone) and without publishing. The replacement runs on; totals are exact."""
+    the second has committed, the first is let go on: its watchdog fires once the call has run
+    past its limit (the time it stood stopped does not count), it finds the second one's claim
+    in the state topic, and exits non-zero without creating a producer (so without fencing
+    anyone) and without publishing. The replacement runs on; totals are exact."""
     cluster = secured_cluster
     names = Names.unique("hung")
     admin = cluster.admin_conf()

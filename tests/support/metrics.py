@@ -36,3 +36,15 @@ def metric(port: int, name: str, default: float | None = 0.0, *, down: object = 
         if down is _RAISE:
             raise
         return down  # type: ignore[return-value]
+
+
+def label_sets(port: int, name: str, timeout: float = 5.0) -> list[dict[str, str]]:
+    """The label sets the sample `name` has now (none before its first increment)."""
+    return [dict(s.labels) for family in families(port, timeout) for s in family.samples
+            if s.name == name]
+
+
+def sample(port: int, name: str, timeout: float = 5.0, **labels: str) -> float:
+    """The sample `name` with exactly these labels; 0.0 when it has none yet."""
+    return next((s.value for family in families(port, timeout) for s in family.samples
+                 if s.name == name and dict(s.labels) == labels), 0.0)

@@ -35,3 +35,13 @@ def test_hang_mode_blocks_only_the_thread_at_the_point():
 def test_unknown_mode_is_refused():
     with pytest.raises(ValueError):
         CrashPoints("after_commit", "nap")
+
+
+def test_several_points_each_at_its_batch():
+    c = CrashPoints("in_send_offsets:2, after_send_offsets:4", "exit")
+    assert c.points == {("in_send_offsets", 2), ("after_send_offsets", 4)}
+    assert (c.point, c.at_batch) == ("in_send_offsets", 2)
+    c.batch = 4
+    c("in_send_offsets")  # that point is for batch 2: returns
+    c.batch = 2
+    c("after_send_offsets")  # and this one for batch 4

@@ -1,0 +1,50 @@
+import logging
+
+import pytest
+from confluent_kafka import KafkaError
+
+from logcount.connectors import mysql_sink
+from logcount.connectors.mysql_sink import Sink
+from logcount.core.settings import SinkSettings
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.fixture
+def sink() -> Sink:
+    return Sink(SinkSettings(metrics_port=0))
+
+
+def test_one_warn_line_an_outage_and_one_when_the_broker_answers(sink, caplog, monkeypatch):
+    caplog.set_level(logging.DEBUG, logger="logcount.sink")
+    for _ in range(5):
+        sink._on_error(KafkaError(KafkaError._TRANSPORT, "connection refused"))
+    warns = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warns) == 1 and "waiting for the broker" in warns[0].getMessage()
+    consumer = object()
+    monkeypatch.setattr(sink, "_broker_answers", lambda: False)
+    assert sink._after_outage(consumer, delivered=False) is consumer
+    monkeypatch.setattr(sink, "_broker_answers", lambda: True)
+    assert sink._after_outage(consumer, delivered=False) is consumer  # answers; not stuck yet
+    assert sink._after_outage(consumer, delivered=True) is consumer
+    assert sink.kafka_down_since is None, "delivering again ends the outage"
+    infos = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert sum("answers again" in m for m in infos) == 1
+
+
+def test_a_consumer_still_silent_after_the_broker_is_back_is_replaced(sink, monkeypatch):
+    sink._kafka_failed("1/1 brokers are down")
+    monkeypatch.setattr(sink, "_broker_answers", lambda: True)
+    monkeypatch.setattr(sink, "_behind", lambda: True)
+    monkeypatch.setattr(sink, "_new_consumer", lambda: "new consumer")
+    monkeypatch.setattr(mysql_sink, "_close_quietly", lambda consumer: None)
+    old = object()
+    assert sink._after_outage(old, delivered=False) is old
+    sink.kafka_back_at -= mysql_sink.STALL_S  # silent STALL_S since the broker came back
+    assert sink._after_outage(old, delivered=False) == "new consumer"
+
+
+def test_a_fatal_client_error_is_kept_for_the_loop(sink):
+    err = KafkaError(KafkaError._FATAL, "boom", fatal=True)
+    sink._on_error(err)
+    assert sink.fatal is err and sink.kafka_down_since is None
