@@ -590,9 +590,10 @@ class Sink:
                 for msg in msgs:
                     err = msg.error()
                     if err is not None:
-                        if err.code() == KafkaError._PARTITION_EOF:
-                            self.at_eof.add(msg.partition())
-                            ends[msg.partition()] = msg.offset()
+                        partition, offset = msg.partition(), msg.offset()
+                        if err.code() == KafkaError._PARTITION_EOF and partition is not None:
+                            self.at_eof.add(partition)
+                            ends[partition] = offset if offset is not None else 0
                         elif err.fatal():
                             raise DependencyError(f"sink consumer: {err.str()}")
                         else:

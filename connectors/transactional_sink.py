@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
@@ -62,7 +63,23 @@ HANG_GRACE_S = 2.0
 class OutRecord:
     topic: str
     key: bytes
-    value: bytes
+    value: bytes | None  # None: a tombstone (a state record the stage drops)
+
+
+class Publisher(Protocol):
+    """What the stage publishes a batch through: TransactionalSink (exactly-once) or
+    AtLeastOnceSink (no transaction, offsets committed after)."""
+
+    def init(self) -> None: ...
+
+    def commit(self, records: Sequence[OutRecord], offsets: Sequence[TopicPartition],
+               group_metadata: object) -> None: ...
+
+    def abort(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def abandon(self) -> None: ...
 
 
 def _watched(doing: str, call: Callable[[], object], timeout_s: float):
@@ -145,7 +162,7 @@ class TransactionalSink:
 
     def __init__(self, bootstrap: str, transactional_id: str, extra: dict[str, str],
                  crash: Callable[[str], None] = lambda point: None) -> None:
-        conf = client_config(bootstrap, **{
+        conf = client_config(bootstrap, None, **{
             "transactional.id": transactional_id,
             "enable.idempotence": True,
             "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
@@ -169,7 +186,7 @@ class TransactionalSink:
                   INIT_TIMEOUT_S)
 
     def commit(self, records: Sequence[OutRecord], offsets: Sequence[TopicPartition],
-               group_metadata) -> None:
+               group_metadata: object) -> None:
         """Publish `records` and `offsets` atomically. Raises AbortableKafkaError after aborting
         (the caller re-plans and redoes the batch), FatalKafkaError/FencedError when done for."""
         p = self.producer
@@ -233,7 +250,7 @@ class AtLeastOnceSink:
 
     def __init__(self, bootstrap: str, consumer: Consumer, extra: dict[str, str],
                  crash: Callable[[str], None] = lambda point: None) -> None:
-        conf = client_config(bootstrap, **{"enable.idempotence": True, "linger.ms": 5})
+        conf = client_config(bootstrap, None, **{"enable.idempotence": True, "linger.ms": 5})
         conf.update(extra)
         self.producer = Producer(conf)
         self.consumer = consumer
@@ -243,7 +260,7 @@ class AtLeastOnceSink:
         pass
 
     def commit(self, records: Sequence[OutRecord], offsets: Sequence[TopicPartition],
-               group_metadata) -> None:
+               group_metadata: object) -> None:
         _produce_all(self.producer, records)
         remaining = self.producer.flush(END_TIMEOUT_S)
         if remaining:

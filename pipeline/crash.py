@@ -33,7 +33,7 @@ class CrashPoints:
             if point not in POINTS:
                 raise ValueError(f"LOGCOUNT_CRASH_AT: unknown point {point!r}; one of {POINTS}")
             self.points.add((point, int(batch) if batch else 1))
-        first = min(self.points, key=lambda pb: pb[1], default=(None, 1))
+        first: tuple[str | None, int] = min(self.points, key=lambda pb: pb[1], default=(None, 1))
         self.point, self.at_batch = first
         self.batch = 0
 

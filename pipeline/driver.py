@@ -23,12 +23,18 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from http.server import ThreadingHTTPServer
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from logcount.connectors import kafka_io, state_topic
-from logcount.connectors.transactional_sink import AtLeastOnceSink, OutRecord, TransactionalSink
+from logcount.connectors.transactional_sink import (
+    AtLeastOnceSink,
+    OutRecord,
+    Publisher,
+    TransactionalSink,
+)
 from logcount.core.batch_line import BatchLine, ClosingLine
 from logcount.core.errors import (
     AbortableKafkaError,
@@ -192,7 +198,7 @@ class Stage:
         if not under_spark_submit():  # spark-submit brings its own jars (or --packages)
             connector_jars()  # missing jars: say so before anything starts
         self.admin: AdminClient  # start() waits for the broker
-        self.server = None  # the metrics server, started once the broker answers
+        self.server: ThreadingHTTPServer | None = None  # started once the broker answers
         self.batches = 0
         self.backlogged = False  # the last plan left more than one batch's records (plan())
         self.failures = 0
@@ -311,6 +317,7 @@ class Stage:
         in place of clients whose call hung. Returns sink, consumer."""
         s = self.s
         consumer = self.group_consumer()
+        sink: Publisher
         if s.delivery == "exactly-once":
             sink = TransactionalSink(s.bootstrap_servers, s.txn_id, self.extra, self.crash)
         else:
@@ -417,7 +424,7 @@ class Stage:
         return clients
 
     # -- the cycle -----------------------------------------------------------------------------
-    def cycle(self, spark, sink, consumer) -> bool:
+    def cycle(self, spark, sink: Publisher, consumer: Consumer) -> bool:
         """One batch: plan -> compute -> publish -> advance. False when there was nothing to do."""
         self.batch_started = time.monotonic()
         plan = self.plan()
@@ -511,7 +518,8 @@ class Stage:
                                          f"{denial}; grant the ACLs in docs/deploy.md") from exc
             raise _Retry("the Spark job", exc) from exc
 
-    def publish(self, sink, consumer: Consumer, result: BatchResult, change: Change) -> None:
+    def publish(self, sink: Publisher, consumer: Consumer, result: BatchResult,
+                change: Change) -> None:
         """ONE transaction: totals, DLQ records, state records and the group offsets that moved
         (all of them hourly, GROUP_OFFSETS_REFRESH_S), so the group's offsets mirror the state.
         Only partitions written to join the transaction: the touched minutes' output partitions,
