@@ -85,8 +85,9 @@ class Publisher(Protocol):
 def _watched(doing: str, call: Callable[[], object], timeout_s: float):
     """Run `call` (which passes `timeout_s` to librdkafka) in a helper thread; one that outlives
     it by HANG_GRACE_S of time this process actually ran is hung. Time during which the whole
-    process was stopped (core/heartbeat.py) is not counted: after a SIGSTOP the call resumes
-    with the rest of its own timeout, and a freeze is not a reason to replace the clients."""
+    process was stopped (logcount/core/heartbeat.py) is not counted: after a SIGSTOP the call
+    resumes with the rest of its own timeout, and a freeze is not a reason to replace the
+    clients."""
     outcome: dict = {}
 
     def target() -> None:

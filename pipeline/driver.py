@@ -112,10 +112,11 @@ MAX_HANGS_WITHOUT_COMMIT = 3
 # after transaction.timeout.ms, e.g. the process stood stopped) is replaced in-process like a
 # hung one. A fourth fencing before any batch commits is not a passing fault: exit 1.
 MAX_FENCES_WITHOUT_COMMIT = 3
-# A replacement commits its claim 0.1-0.3 s after its init_transactions fenced us: fenced with
-# no freeze to explain it, the stage reads the claim again 1 s later before it fences anyone
-# back. After a freeze past the timeout, a replacement had the whole freeze to claim.
-CLAIM_GRACE_S = 1.0
+# A replacement claims after its init_transactions fenced us and its state read (0.1-0.3 s here,
+# longer for years of minutes on a loaded host): fenced with no freeze to explain it, the stage
+# watches the claim this long before it fences anyone back; a freeze gave a replacement its time.
+CLAIM_GRACE_S = 5.0
+CLAIM_POLL_S = 0.5
 
 
 class StopFlag:
@@ -406,8 +407,9 @@ class Stage:
         s = self.s
         if s.delivery == "exactly-once":
             holder = claimant(self.read_state_table())
-            if holder == self.instance and self.recovering == "fenced":
-                self.stop.event.wait(CLAIM_GRACE_S)
+            deadline = time.monotonic() + CLAIM_GRACE_S
+            while (holder == self.instance and self.recovering == "fenced"
+                   and time.monotonic() < deadline and not self.stop.event.wait(CLAIM_POLL_S)):
                 holder = claimant(self.read_state_table())
             if holder != self.instance:
                 while_ = {"hung_call": "this one's Kafka call hung",

@@ -21,10 +21,11 @@ def layout(base: Path) -> dict[str, str]:
     shutil.rmtree(base, ignore_errors=True)
     pkg = base / "logcount"
     pkg.mkdir(parents=True)
-    for entry in (ROOT / "logcount").iterdir():
-        if entry.name != "__pycache__":
-            (pkg / entry.name).symlink_to(entry)
     mapping = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    mapped = {name.removeprefix("logcount.") for name in mapping["package-dir"]}
+    for entry in (ROOT / "logcount").iterdir():
+        if entry.name != "__pycache__" and entry.name not in mapped:
+            (pkg / entry.name).symlink_to(entry)
     prefixes = {}
     for name, folder in mapping["package-dir"].items():
         (pkg / name.removeprefix("logcount.")).symlink_to(ROOT / folder)

@@ -360,7 +360,7 @@ def run_soak(plan: SoakPlan, say: Callable[[str], None] = print) -> int:
 
 
 def plan_from_settings(s: BenchSettings) -> SoakPlan:
-    """`logcount bench --soak MINUTES ...` (core.settings.BenchSettings) -> a SoakPlan."""
+    """`logcount bench --soak MINUTES ...` (logcount.core.settings.BenchSettings) -> a SoakPlan."""
     assert s.soak is not None  # only called for --soak
     return SoakPlan(minutes=s.soak, out=s.out, rate=s.soak_rate, sample_s=s.sample_seconds,
                     seed=s.seed, bootstrap=s.bootstrap_servers)

@@ -1,10 +1,8 @@
 """The pure-Python twin of the Spark plan (logcount/formats/spark.py): one record -> its minute and
-level,
-or the reason it goes to the DLQ. `produce --expect`, the tests and the bench use it; the stage
-itself parses in the JVM. tests/integration/test_spark_rule.py holds the two together, on
+level, or the reason it goes to the DLQ. `produce --expect`, the tests and the bench use it; the
+stage itself parses in the JVM. tests/integration/test_spark_rule.py holds the two together, on
 generated records and generated --time-pattern patterns; a pattern is read by
-logcount/formats/pattern.py,
-java.time's own parser in Python.
+logcount/formats/pattern.py, java.time's own parser in Python.
 
 A minute is an int, minutes since 0001-01-01 00:00 UTC (the state's minute index). Outcomes:
 `Parsed(minute, level)` (counted when `level` is one of the format's levels) or

@@ -9,9 +9,8 @@ A format says how to get a record's time and level:
 `--level` is the comma-separated list of levels counted. All of it is the state's identity
 (`identity()`): totals counted under one format must never be continued under another.
 
-The pure twin of the rule is logcount/formats/rule.py, the Spark plan logcount/formats/spark.py; a
-property test
-holds the two together line by line.
+The pure twin of the rule is logcount/formats/rule.py, the Spark plan logcount/formats/spark.py;
+tests/integration/test_spark_rule.py holds the two together record by record.
 """
 
 from __future__ import annotations
@@ -99,9 +98,8 @@ def java_regex_groups(regex: str) -> set[str]:
 
 # --- --time-pattern: the subset of Spark's datetime patterns that both sides read alike -------
 
-# The letters this project reads, each exactly as Spark's parser does
-# (logcount/formats/pattern.py), with
-# quoted text and optional sections; docs/contract.md lists what each reads.
+# The letters this project reads, each exactly as Spark's parser does (logcount/formats/pattern.py),
+# with quoted text and optional sections; docs/contract.md lists what each reads.
 SUPPORTED = ("y (yy or yyyy), M (M, MM or MMM), d, H, h with a, m, s, S..S (up to 9), X..XXX or "
              "Z..ZZZ, quoted 'text' and optional [sections]")
 # A yyyy year of a sign and six digits or more would overflow Spark's timestamp and fail the job:

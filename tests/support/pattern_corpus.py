@@ -1,6 +1,6 @@
 """Generated --time-pattern patterns and the time texts to read with them: every letter and width
-formats/spec.py takes, quoted text, optional sections (nested too), adjacent numbers, and texts
-near every edge (widths, signs, cases, skipped or half-present optional sections, out-of-range
+logcount/formats/spec.py takes, quoted text, optional sections (nested too), adjacent numbers, and
+texts near every edge (widths, signs, cases, skipped or half-present optional sections, out-of-range
 fields, zones). The property test in test_spark_rule.py holds Spark and the pure twin to the
 same reading of each.
 
