@@ -274,8 +274,8 @@ class RunSettings(_Settings):
         "the log level to count, or a comma-separated list counted together "
         "(ERROR,FATAL,CRITICAL); compared case-insensitively", metavar="LEVELS"))
     timezone: str = field(default="UTC", metadata=opt(
-        "the zone of timestamps that carry none: an IANA name (Europe/Paris) or +HH:MM; output "
-        "minutes are UTC", metavar="ZONE"))
+        "the zone of timestamps that carry none: an IANA name (Europe/Paris) or +HH:MM (west of "
+        "UTC: --timezone=-05:00, with '='); output minutes are UTC", metavar="ZONE"))
     line_regex: str | None = field(default=None, metadata=opt(
         "a Java regex with named groups time and level, matched at the start of each line, "
         "instead of the default line rule", metavar="REGEX"))

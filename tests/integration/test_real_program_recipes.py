@@ -186,7 +186,7 @@ def test_mariadb_error_log(endpoints, names, tmp_path):
         _stop(proc)
     lines = _lines(log.read_bytes())
     seen = _check(endpoints, names, lines, tmp_path / "mariadb.txt",
-                  [*MARIADB_RUN, "--timezone", zone],
+                  [*MARIADB_RUN, f"--timezone={zone}"],
                   _read_mariadb(timedelta(hours=hours)), {"ERROR", "WARNING"})
     assert seen["ERROR"] >= 2 and seen["WARNING"] >= 3 and seen["NOTE"], seen
     assert any(b"Access denied" in line for line in lines)
