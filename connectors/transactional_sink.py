@@ -162,7 +162,9 @@ class TransactionalSink:
     """A transactional producer with a fixed transactional.id."""
 
     def __init__(self, bootstrap: str, transactional_id: str, extra: dict[str, str],
-                 crash: Callable[[str], None] = lambda point: None) -> None:
+                 crash: Callable[[str], None] = lambda point: None,
+                 make_producer: Callable[[dict], Producer] = Producer) -> None:
+        """`make_producer`: confluent-kafka's Producer, or a test's fake of it."""
         conf = client_config(bootstrap, None, **{
             "transactional.id": transactional_id,
             "enable.idempotence": True,
@@ -176,7 +178,7 @@ class TransactionalSink:
         txn_ms = int(conf["transaction.timeout.ms"])
         if "socket.timeout.ms" not in extra and int(conf["socket.timeout.ms"]) > txn_ms + 100:
             conf["socket.timeout.ms"] = txn_ms
-        self.producer = Producer(conf)
+        self.producer = make_producer(conf)
         self.transaction_timeout_s = txn_ms / 1000
         self._crash = crash
 
