@@ -24,6 +24,7 @@ from typing import Protocol
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from logcount.connectors.kafka_io import client_config
+from logcount.core.backoff import Backoff
 from logcount.core.errors import (
     AbortableKafkaError,
     FatalKafkaError,
@@ -53,6 +54,7 @@ SEND_OFFSETS_TIMEOUT_S = 5.0
 END_TIMEOUT_S = 10.0
 # Retriable errors are retried until this deadline, then treated as abortable (re-plan, redo).
 RETRY_DEADLINE_S = 120.0
+RETRY_PAUSE_S = 0.5
 # A call still running this long after its own timeout is hung (librdkafka returns within ms of a
 # timeout unless stuck): the stage replaces it once no other instance took over, and the new
 # producer fences the hung one. Figures: docs/tuning.md#hung-calls
@@ -122,7 +124,7 @@ def _watched(doing: str, call: Callable[[], object], timeout_s: float):
 def _retrying(doing: str, call: Callable[[], object], timeout_s: float,
               deadline_s: float = RETRY_DEADLINE_S):
     """Run `call` (watched for hangs); repeat it while librdkafka says the error is retriable."""
-    deadline = time.monotonic() + deadline_s
+    backoff = Backoff(RETRY_PAUSE_S, give_up_s=deadline_s).begin()
     while True:
         try:
             return _watched(doing, call, timeout_s)
@@ -131,9 +133,10 @@ def _retrying(doing: str, call: Callable[[], object], timeout_s: float,
             if kexc is None:
                 raise
             err = classify(kexc, doing)
-            if isinstance(err, RetriableKafkaError) and time.monotonic() < deadline:
+            delay = backoff.failed() if isinstance(err, RetriableKafkaError) else None
+            if delay is not None:
                 log.warning("%s; retrying", err)
-                time.sleep(0.5)
+                time.sleep(delay)
                 continue
             if isinstance(err, RetriableKafkaError):
                 raise AbortableKafkaError(f"{err} (still failing after {deadline_s:.0f}s)",

@@ -404,9 +404,11 @@ class Stage:
         s = self.s
         if s.delivery == "exactly-once":
             holder = claimant(self.cluster.state_table())
-            deadline = self.clock() + CLAIM_GRACE_S
-            while (holder == self.instance and self.recovery.cause == "fenced"
-                   and self.clock() < deadline and not self.sleep(CLAIM_POLL_S)):
+            watch = Backoff(CLAIM_POLL_S, give_up_s=CLAIM_GRACE_S, clock=self.clock).begin()
+            while holder == self.instance and self.recovery.cause == "fenced":
+                pause = watch.failed()
+                if pause is None or self.sleep(pause):  # the grace is over, or a stop
+                    break
                 holder = claimant(self.cluster.state_table())
             if holder != self.instance:
                 while_ = {"hung_call": "this one's Kafka call hung",

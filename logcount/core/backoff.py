@@ -17,13 +17,14 @@ T = TypeVar("T")
 class Backoff:
     """Delays `first_s`, then times `factor` after each failure, at most `max_s` (default:
     `first_s`, a fixed interval). `give_up_s`: the budget, counted from the first failure, or
-    from `begin()` for a loop whose first try belongs to the budget too; None never gives up."""
+    from `begin()` for a loop whose first try belongs to the budget too; `retries`: at most
+    that many delays. Neither: it never gives up."""
 
     def __init__(self, first_s: float, max_s: float | None = None, *, factor: float = 2.0,
-                 give_up_s: float | None = None,
+                 give_up_s: float | None = None, retries: int | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.first_s, self.max_s, self.factor = first_s, first_s if max_s is None else max_s, factor
-        self.give_up_s, self.clock = give_up_s, clock
+        self.give_up_s, self.retries, self.clock = give_up_s, retries, clock
         self.failures = 0
         self.since: float | None = None  # the first failure of this run (or begin())
 
@@ -39,6 +40,8 @@ class Backoff:
         if self.since is None:
             self.since = now
         if self.give_up_s is not None and now - self.since >= self.give_up_s:
+            return None
+        if self.retries is not None and self.failures > self.retries:
             return None
         return min(self.first_s * self.factor ** (self.failures - 1), self.max_s)
 

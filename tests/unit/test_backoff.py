@@ -64,3 +64,8 @@ def test_poll_returns_the_first_answer_or_none_when_given_up():
     assert poll(lambda: tries.append(1), Backoff(0.25, give_up_s=1.0, clock=clock).begin(),
                 clock.sleep) is None
     assert len(tries) == 5 and clock.now == 1.0  # at 0, 0.25, ... 1.0 s
+
+
+def test_retries_bounds_the_number_of_delays():
+    b = Backoff(0.5, retries=2, clock=Clock())
+    assert [b.failed() for _ in range(3)] == [0.5, 0.5, None]  # three tries, two pauses

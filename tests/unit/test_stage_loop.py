@@ -151,6 +151,8 @@ def test_fenced_by_its_own_timeout_is_recovered_and_a_fourth_fencing_is_fatal():
     r = rig(broker)
     assert r.stage.run() == 0
     assert _recoveries(r.stage, "fenced") == 1 and broker.group == {0: 10}
+    # No freeze explains it: the claim was watched for CLAIM_GRACE_S before fencing anyone back.
+    assert r.clock.sleeps == [driver.CLAIM_POLL_S] * 10
 
     broker = Broker(faults={"commit": [lambda: None] + [_raise(fenced()), lambda: None] * 4})
     r = rig(broker)
