@@ -44,7 +44,7 @@ REREAD_PAUSE_S = 0.5
 def predict(facts: Facts, want: Wanted) -> dict:
     """What a start would do now (pure): fresh, resume, repair or refuse, with its lines."""
     if facts.compaction is not None:
-        refusal = StateRefused(facts.compaction)  # what Stage.ensure_topics raises
+        refusal = StateRefused(facts.compaction)  # what KafkaCluster.ensure_topics raises
         return {"action": "refuse", "exit": 2, "lines": [f"logcount: error: {refusal}"]}
     try:
         progress, hours = decode_records(facts.table, state_topic_name(want.output_topic))
