@@ -19,6 +19,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec
 
+from logcount.core.backoff import Backoff, poll
 from logcount.core.client_properties.translation import RDKAFKA_CONSUMER_ONLY
 from logcount.core.errors import ConfigError, DependencyError, denied
 
@@ -27,6 +28,10 @@ log = logging.getLogger("logcount.kafka")
 # Why 15 s: long enough for a broker under load (or restarting) to answer metadata, short enough
 # that an unreachable broker is reported within one operator glance.
 REQUEST_TIMEOUT_S = 15.0
+# A broker that is not up yet is asked again every half second (one metadata request each); a
+# topic or id a broker does not know yet (just created) every 0.2 s: it shows within a second.
+BROKER_RETRY_S = 0.5
+POLL_S = 0.2
 
 
 # How fast our librdkafka clients give up on a silent link and reconnect: what decides the
@@ -85,7 +90,7 @@ def wait_for_broker(bootstrap: str, extra: Mapping[str, str] | None,
     """
     errors: list[KafkaError] = []
     adm = AdminClient(client_config(bootstrap, extra, error_cb=errors.append))
-    deadline = time.monotonic() + timeout_s
+    backoff = Backoff(BROKER_RETRY_S, give_up_s=timeout_s).begin()
     # Each attempt gets a slice of the budget (at most 5 s), so there are always several
     # attempts: one attempt as long as the whole budget would never retry at all.
     attempt_s = max(0.5, min(5.0, timeout_s / 4))
@@ -99,14 +104,15 @@ def wait_for_broker(bootstrap: str, extra: Mapping[str, str] | None,
             reasons = [e.str() for e in errors if e.code() != KafkaError._ALL_BROKERS_DOWN]
             reason = reasons[-1] if reasons else exc.args[0].str()
             hopeless = any(word in reason for word in _HOPELESS)
-            if hopeless or time.monotonic() >= deadline:
+            delay = backoff.failed()
+            if hopeless or delay is None:
                 waited = "" if hopeless else f" after {timeout_s:.0f}s of retries"
                 raise DependencyError(f"Kafka at {bootstrap} unreachable{waited}: {reason}"
                                       + _hint(reason)) from exc
             if not said:
                 log.info("waiting for Kafka at %s (%s), up to %.0fs", bootstrap, reason, timeout_s)
                 said = True
-            time.sleep(0.5)
+            time.sleep(delay)
 
 
 def _hint(reason: str) -> str:
@@ -156,16 +162,18 @@ def existing_topic_ids(adm: AdminClient, topics: Iterable[str]) -> dict[str, str
     asked again, for as long as a metadata request may take. An id is part of the stage's state,
     so a missing one must never be taken for "no topic"."""
     names = list(topics)
-    deadline = time.monotonic() + REQUEST_TIMEOUT_S
-    while True:
+    missing: list[str] = []
+
+    def attempt() -> dict[str, str] | None:
         ids = topic_ids(adm, names)
-        missing = [t for t, i in ids.items() if i is None]
-        if not missing:
-            return {t: i for t, i in ids.items() if i is not None}
-        if time.monotonic() > deadline:
-            raise DependencyError(f"topic {missing[0]} exists but no broker gave its id within "
-                                  f"{REQUEST_TIMEOUT_S:.0f}s")
-        time.sleep(0.2)
+        missing[:] = [t for t, i in ids.items() if i is None]
+        return None if missing else {t: i for t, i in ids.items() if i is not None}
+
+    found = poll(attempt, Backoff(POLL_S, give_up_s=REQUEST_TIMEOUT_S).begin())
+    if found is None:
+        raise DependencyError(f"topic {missing[0]} exists but no broker gave its id within "
+                              f"{REQUEST_TIMEOUT_S:.0f}s")
+    return found
 
 
 def topic_ids(adm: AdminClient, topics: Iterable[str]) -> dict[str, str | None]:
@@ -208,12 +216,10 @@ def ensure_topic(adm: AdminClient, topic: str, partitions: int,
     # Metadata can lag creation: a loaded broker (the docker demo's, a cluster electing leaders)
     # took over 5 s to show a new topic's partitions. Wait as long as a metadata request may
     # take, twice over, then say so.
-    deadline = time.monotonic() + 2 * REQUEST_TIMEOUT_S
-    while time.monotonic() < deadline:
-        found = partitions_of(adm, topic)
-        if found:
-            return found
-        time.sleep(0.2)
+    found = poll(lambda: partitions_of(adm, topic) or None,
+                 Backoff(POLL_S, give_up_s=2 * REQUEST_TIMEOUT_S).begin())
+    if found:
+        return found
     raise DependencyError(f"topic {topic} was created but its partitions did not appear within "
                           f"{2 * REQUEST_TIMEOUT_S:.0f}s; is the cluster healthy?")
 
@@ -223,7 +229,7 @@ def topic_config(adm: AdminClient, topic: str) -> dict[str, str]:
     yet to the broker that answers (seen with 3 brokers): that answer is asked again, for as long
     as a metadata request may take."""
     res = ConfigResource(ConfigResource.Type.TOPIC, topic)
-    deadline = time.monotonic() + REQUEST_TIMEOUT_S
+    backoff = Backoff(POLL_S, give_up_s=REQUEST_TIMEOUT_S).begin()
     while True:
         try:
             got = adm.describe_configs([res])[res].result(timeout=REQUEST_TIMEOUT_S)
@@ -231,9 +237,10 @@ def topic_config(adm: AdminClient, topic: str) -> dict[str, str]:
         except KafkaException as exc:
             unknown = exc.args[0].code() in (KafkaError.UNKNOWN_TOPIC_OR_PART,
                                              KafkaError._UNKNOWN_TOPIC)
-            if not unknown or time.monotonic() > deadline:
+            delay = backoff.failed() if unknown else None
+            if delay is None:
                 raise _refused(exc, f"describing topic {topic}", topic) from exc
-            time.sleep(0.2)
+            time.sleep(delay)
         except TimeoutError as exc:
             raise DependencyError(f"describing topic {topic}: no answer from Kafka within "
                                   f"{REQUEST_TIMEOUT_S:.0f}s") from exc

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from logcount.core.backoff import Backoff, poll
 from logcount.core.errors import DependencyError, StackError
 from logcount.core.paths import jars_dir, state_dir
 
@@ -35,6 +36,9 @@ SPARK_MASTER_URL = f"spark://{HOST}:{SPARK_MASTER_PORT}"
 # while still failing a broken start within one test-suite minute budget.
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 60.0
+# A starting service is probed every half second, a stopping one looked for every 0.2 s.
+READY_POLL_S = 0.5
+STOP_POLL_S = 0.2
 
 
 def port_open(port: int, host: str = HOST) -> bool:
@@ -129,9 +133,9 @@ class Service:
         log(f"{self.name}: ready")
 
     def _wait_ready(self, exited: Callable[[], int | None]) -> None:
-        deadline = time.monotonic() + START_TIMEOUT_S
+        backoff = Backoff(READY_POLL_S, give_up_s=START_TIMEOUT_S).begin()
         last: Exception | None = None
-        while time.monotonic() < deadline:
+        while True:
             if exited() is not None:
                 raise StackError(f"{self.name}: exited during start; see {self.log_file}")
             try:
@@ -139,7 +143,10 @@ class Service:
                 return
             except Exception as exc:  # noqa: BLE001 - any failure means "not yet"
                 last = exc
-                time.sleep(0.5)
+            delay = backoff.failed()
+            if delay is None:
+                break
+            time.sleep(delay)
         raise StackError(f"{self.name}: not answering after {START_TIMEOUT_S:.0f}s ({last}); "
                          f"see {self.log_file}")
 
@@ -150,9 +157,8 @@ class Service:
             self.pid_file.unlink(missing_ok=True)
             return
         os.kill(pid, sig)
-        deadline = time.monotonic() + STOP_TIMEOUT_S
-        while self.pid() is not None and time.monotonic() < deadline:
-            time.sleep(0.2)
+        poll(lambda: True if self.pid() is None else None,
+             Backoff(STOP_POLL_S, give_up_s=STOP_TIMEOUT_S).begin())
         if self.pid() is not None:
             os.kill(pid, signal.SIGKILL)
             while self.pid() is not None:

@@ -24,6 +24,7 @@ from typing import Protocol
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from logcount.connectors.kafka_io import client_config
+from logcount.core.backoff import Backoff
 from logcount.core.errors import (
     AbortableKafkaError,
     FatalKafkaError,
@@ -53,6 +54,7 @@ SEND_OFFSETS_TIMEOUT_S = 5.0
 END_TIMEOUT_S = 10.0
 # Retriable errors are retried until this deadline, then treated as abortable (re-plan, redo).
 RETRY_DEADLINE_S = 120.0
+RETRY_PAUSE_S = 0.5
 # A call still running this long after its own timeout is hung (librdkafka returns within ms of a
 # timeout unless stuck): the stage replaces it once no other instance took over, and the new
 # producer fences the hung one. Figures: docs/tuning.md#hung-calls
@@ -122,7 +124,7 @@ def _watched(doing: str, call: Callable[[], object], timeout_s: float):
 def _retrying(doing: str, call: Callable[[], object], timeout_s: float,
               deadline_s: float = RETRY_DEADLINE_S):
     """Run `call` (watched for hangs); repeat it while librdkafka says the error is retriable."""
-    deadline = time.monotonic() + deadline_s
+    backoff = Backoff(RETRY_PAUSE_S, give_up_s=deadline_s).begin()
     while True:
         try:
             return _watched(doing, call, timeout_s)
@@ -131,9 +133,10 @@ def _retrying(doing: str, call: Callable[[], object], timeout_s: float,
             if kexc is None:
                 raise
             err = classify(kexc, doing)
-            if isinstance(err, RetriableKafkaError) and time.monotonic() < deadline:
+            delay = backoff.failed() if isinstance(err, RetriableKafkaError) else None
+            if delay is not None:
                 log.warning("%s; retrying", err)
-                time.sleep(0.5)
+                time.sleep(delay)
                 continue
             if isinstance(err, RetriableKafkaError):
                 raise AbortableKafkaError(f"{err} (still failing after {deadline_s:.0f}s)",
@@ -162,7 +165,9 @@ class TransactionalSink:
     """A transactional producer with a fixed transactional.id."""
 
     def __init__(self, bootstrap: str, transactional_id: str, extra: dict[str, str],
-                 crash: Callable[[str], None] = lambda point: None) -> None:
+                 crash: Callable[[str], None] = lambda point: None,
+                 make_producer: Callable[[dict], Producer] = Producer) -> None:
+        """`make_producer`: confluent-kafka's Producer, or a test's fake of it."""
         conf = client_config(bootstrap, None, **{
             "transactional.id": transactional_id,
             "enable.idempotence": True,
@@ -176,7 +181,7 @@ class TransactionalSink:
         txn_ms = int(conf["transaction.timeout.ms"])
         if "socket.timeout.ms" not in extra and int(conf["socket.timeout.ms"]) > txn_ms + 100:
             conf["socket.timeout.ms"] = txn_ms
-        self.producer = Producer(conf)
+        self.producer = make_producer(conf)
         self.transaction_timeout_s = txn_ms / 1000
         self._crash = crash
 

@@ -49,7 +49,7 @@ def _run(args: argparse.Namespace) -> int:
     from logcount.pipeline.spark import SessionStart
 
     spark = SessionStart(settings.master)
-    from logcount.pipeline.driver import run_stage
+    from logcount.pipeline.wiring import run_stage
 
     return run_stage(settings, spark)
 

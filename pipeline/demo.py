@@ -13,7 +13,7 @@ from logcount.connectors.produce import produce_lines, synthetic_values
 from logcount.core.settings import DemoSettings, MySQLUrl, RunSettings, SinkSettings
 from logcount.formats.shapes import synthetic_records
 from logcount.pipeline.demo_check import report
-from logcount.pipeline.driver import run_stage
+from logcount.pipeline.wiring import run_stage
 
 log = logging.getLogger("logcount.demo")
 

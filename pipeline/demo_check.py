@@ -18,6 +18,7 @@ from pathlib import Path
 import pymysql
 
 from logcount.connectors.mysql_sink import read_table
+from logcount.core.backoff import Backoff
 from logcount.core.settings import MySQLUrl
 
 
@@ -54,27 +55,27 @@ def _table(url: MySQLUrl) -> dict[str, int]:
 def wait_for_verdict(url: MySQLUrl, expect: Path, timeout_s: float, every_s: float = 30.0,
                      poll_s: float = 2.0) -> bool:
     """Poll until error_log equals the expectation or `timeout_s` passes; then report."""
-    start = time.monotonic()
-    next_note = start + every_s
+    polls = Backoff(poll_s, give_up_s=timeout_s).begin()
+    next_note = time.monotonic() + every_s
     expected, table = None, {}
     while True:
         expected = _expected(expect)
         table = _table(url)
-        now = time.monotonic()
         if expected is not None and table == expected:
             break
-        if now - start >= timeout_s:
+        if (pause := polls.failed()) is None:
             if timeout_s > 0:
                 print(f"demo: gave up after {timeout_s:.0f} s", flush=True)
             break
+        now = time.monotonic()
         if now >= next_note:
             have = "no expectation yet" if expected is None else (
                 f"{sum(1 for m, c in expected.items() if table.get(m) == c)} of "
                 f"{len(expected)} minutes exact")
-            print(f"demo: waiting ({now - start:.0f} s): {have}, "
+            print(f"demo: waiting ({polls.elapsed():.0f} s): {have}, "
                   f"{sum(table.values())} ERROR lines in error_log", flush=True)
             next_note = now + every_s
-        time.sleep(poll_s)
+        time.sleep(pause)
     if expected is None:
         print(f"demo: the generator never wrote {expect}")
         return False

@@ -67,7 +67,8 @@ def gather(adm: AdminClient, s: RunSettings, consumer: Consumer,
         if kafka_io.partitions_of(adm, state):
             log = (kafka_io.list_offsets(adm, state, [0], OffsetSpec.earliest())[0],
                    kafka_io.list_offsets(adm, state, [0], OffsetSpec.latest())[0])
-        # The start's own topic check (Stage.ensure_topics), for topics that exist already.
+        # The start's own topic check (KafkaCluster.ensure_topics in pipeline/wiring.py), for
+        # topics that exist already.
         for topic, role in ((s.output_topic, "output"), (state, "state")):
             if compaction is None and kafka_io.partitions_of(adm, topic):
                 try:

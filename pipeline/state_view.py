@@ -19,6 +19,7 @@ from typing import Any
 from confluent_kafka import Consumer
 
 from logcount.connectors import kafka_io
+from logcount.core.backoff import Backoff
 from logcount.core.errors import StateRefused
 from logcount.core.redact import mask
 from logcount.core.settings import RunSettings
@@ -43,7 +44,7 @@ REREAD_PAUSE_S = 0.5
 def predict(facts: Facts, want: Wanted) -> dict:
     """What a start would do now (pure): fresh, resume, repair or refuse, with its lines."""
     if facts.compaction is not None:
-        refusal = StateRefused(facts.compaction)  # what Stage.ensure_topics raises
+        refusal = StateRefused(facts.compaction)  # what KafkaCluster.ensure_topics raises
         return {"action": "refuse", "exit": 2, "lines": [f"logcount: error: {refusal}"]}
     try:
         progress, hours = decode_records(facts.table, state_topic_name(want.output_topic))
@@ -175,12 +176,15 @@ def show(s: RunSettings, as_json: bool) -> int:
         "group.id": s.group_id, "isolation.level": "read_committed",
         "enable.auto.commit": False}))
     try:
-        for attempt in range(REREADS + 1):
+        rereads = Backoff(REREAD_PAUSE_S, retries=REREADS)
+        while True:
             report = describe(gather(adm, s, consumer, lambda: read_table(adm, s),
                                      created=False), s)
-            if report["start"]["action"] in ("resume", "fresh") or attempt == REREADS:
+            if report["start"]["action"] in ("resume", "fresh"):
                 break
-            time.sleep(REREAD_PAUSE_S)
+            if (pause := rereads.failed()) is None:
+                break
+            time.sleep(pause)
     finally:
         consumer.close()
     text = json.dumps(report, indent=2) if as_json else render(report)
