@@ -1,23 +1,21 @@
 """`logcount sink`: carries the stage's totals from the output topic into MySQL `error_log`.
 
 Exactly-once into MySQL, the seed's transactional pattern: the rows and the consumed offsets are
-written in ONE MySQL transaction, and on (re)assignment the consumer seeks to the offsets stored
-in MySQL. Inside that transaction the stored offsets are locked (SELECT ... FOR UPDATE) and any
-record below them is skipped, so neither a replay nor a zombie sink after a rebalance can write an
-older total over a newer one. Offsets are also committed to Kafka afterwards, only for lag
-monitoring. SQL works on MariaDB and MySQL 8.
+written in ONE MySQL transaction (connectors/sink_store.py), and on (re)assignment the consumer
+seeks to the offsets stored in MySQL. Offsets are also committed to Kafka afterwards, only for lag
+monitoring. This module is the service: the consume loop, its metrics, and riding out outages of
+Kafka and MySQL with one WARN line each and one line when they are over.
 
 Drift: MySQL's offsets are of one incarnation of the topic, whose id is kept beside them
 (`kafka_topics`). Before subscribing, and every DRIFT_CHECK_INTERVAL_S while running (a consumer
 reads a recreated topic on from its old positions without a word), the sink compares the topic's
-id and end offsets with MySQL's (`topic_drift`, in one locked transaction). If the topic was
-recreated (or its log truncated), stale offsets would silently skip its records, so the sink
-deletes them, stores the new id and says so in one warning line. It repairs rather than refuses
-because the topic carries absolute per-minute totals, not increments: reading it again from its
-start converges error_log to them (minutes the new topic never carries keep their old totals),
-and a refusal would only leave the same repair to an operator.
+id and end offsets with MySQL's (logcount/core/sink_drift.py, in one locked transaction). If the
+topic was recreated (or its log truncated), stale offsets would silently skip its records, so the
+sink deletes them, stores the new id and says so in one warning line. It repairs rather than
+refuses because the topic carries absolute per-minute totals, not increments: reading it again
+from its start converges error_log to them (minutes the new topic never carries keep their old
+totals), and a refusal would only leave the same repair to an operator.
 """
-
 from __future__ import annotations
 
 import contextlib
@@ -26,7 +24,6 @@ import signal
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import pymysql
 from confluent_kafka import (
@@ -38,7 +35,8 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from logcount.connectors import kafka_io
+from logcount.connectors import kafka_io, sink_store
+from logcount.connectors.sink_store import Total
 from logcount.core.errors import DependencyError, TopicChangedError
 from logcount.core.metrics import Health, SinkMetrics, serve
 from logcount.core.records import decode_total
@@ -46,69 +44,18 @@ from logcount.core.settings import MySQLUrl, SinkSettings
 
 log = logging.getLogger("logcount.sink")
 
-SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS error_log (
-        log_time DATETIME PRIMARY KEY,
-        log_count INT NOT NULL
-    )""",
-    # 190 characters: the composite key stays under InnoDB's 3072-byte limit in utf8mb4.
-    """CREATE TABLE IF NOT EXISTS kafka_offsets (
-        group_id VARCHAR(190) NOT NULL,
-        topic VARCHAR(190) NOT NULL,
-        kafka_partition INT NOT NULL,
-        next_offset BIGINT NOT NULL,
-        PRIMARY KEY (group_id, topic, kafka_partition)
-    )""",
-    # Which incarnation of the topic the group's offsets belong to (Kafka's topic id).
-    """CREATE TABLE IF NOT EXISTS kafka_topics (
-        group_id VARCHAR(190) NOT NULL,
-        topic VARCHAR(190) NOT NULL,
-        topic_id VARCHAR(64) NOT NULL,
-        PRIMARY KEY (group_id, topic)
-    )""",
-)
-# VALUES(col) works on MariaDB and MySQL 8 (deprecated there, still accepted); MySQL 8's
-# `AS new` alias does not parse on MariaDB. The plain INSERT ... VALUES (%s, %s) shape is what
-# lets PyMySQL's executemany send one multi-row statement instead of a row at a time.
-UPSERT_COUNTS = (
-    "INSERT INTO error_log (log_time, log_count) VALUES (%s, %s) "
-    "ON DUPLICATE KEY UPDATE log_count = VALUES(log_count)"
-)
-UPSERT_OFFSETS = (
-    "INSERT INTO kafka_offsets (group_id, topic, kafka_partition, next_offset) "
-    "VALUES (%s, %s, %s, %s) ON DUPLICATE KEY UPDATE next_offset = VALUES(next_offset)"
-)
-LOCK_OFFSETS = (
-    "SELECT kafka_partition, next_offset FROM kafka_offsets "
-    "WHERE group_id = %s AND topic = %s FOR UPDATE"
-)
-# Every transaction that locks both takes the topic row first, then the offsets: one order,
-# no deadlock between a drift check and a batch.
-LOCK_TOPIC = "SELECT topic_id FROM kafka_topics WHERE group_id = %s AND topic = %s FOR UPDATE"
-UPSERT_TOPIC = (
-    "INSERT INTO kafka_topics (group_id, topic, topic_id) VALUES (%s, %s, %s) "
-    "ON DUPLICATE KEY UPDATE topic_id = VALUES(topic_id)"
-)
-DELETE_OFFSETS = "DELETE FROM kafka_offsets WHERE group_id = %s AND topic = %s"
 # Kafka's "no id" (a broker without topic ids answers with it): no id to compare.
 _NO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"
 
 # MySQL errors that mean "not now" (server gone, restarting, lock trouble): retry with backoff.
 _TRANSIENT = {2003, 2006, 2013, 2055, 1205, 1213, 1040, 1053, 1927}
 _ACCESS_DENIED = {1044, 1045, 1698}
-_UNKNOWN_DB = 1049
 _TLS_FAILED = 2026  # CR_SSL_CONNECTION_ERROR: TLS required (--mysql-tls-ca) but not possible
 # Why these: MySQL restarts take seconds; 0.5 s first retry, doubling to 2 s, rides out a restart
 # or a cut link and writes again within 2 s of the heal, while one connection attempt every 2 s is
 # nothing to a struggling server.
 BACKOFF_FIRST_S = 0.5
 BACKOFF_MAX_S = 2.0
-# How long one MySQL round trip may stay silent: a batch's write takes milliseconds (a second on a
-# busy server), so 10 s of silence is a link dropping our packets: retry on a new connection.
-# The connect: 5 s; a server that accepts at all answers its greeting at once.
-# Figures: docs/tuning.md#mysql-timeouts
-MYSQL_CONNECT_TIMEOUT_S = 5
-MYSQL_IO_TIMEOUT_S = 10
 # Why 10 s: a running sink asks the broker for the topic's id this often (one metadata request)
 # to notice a recreation that its consumer does not report; until then it may apply the new
 # topic's records from the old positions, which the re-read after the repair converges anyway.
@@ -122,38 +69,9 @@ KAFKA_PROBE_TIMEOUT_S = 1.0
 STALL_S = 1.5
 
 
-@dataclass(frozen=True)
-class Total:
-    partition: int
-    offset: int
-    log_time: str
-    log_count: int
-
-
-def topic_drift(stored_id: str | None, stored: Mapping[int, int], current_id: str | None,
-                ends: Mapping[int, int]) -> str | None:
-    """Why MySQL's offsets do not belong to the topic as it is now, or None when they do.
-
-    `stored_id`/`stored`: the topic id and next offsets per partition in MySQL; `current_id`/
-    `ends`: the topic's id and end offsets (high watermarks) per partition now. The text
-    completes "topic NAME ...".
-    """
-    if stored_id is not None and current_id is not None and stored_id != current_id:
-        return f"was recreated (id {stored_id} in MySQL, {current_id} now)"
-    beyond = [f"partition {p} at {o} in MySQL, " + (f"its end is {ends[p]}" if p in ends
-                                                    else "no such partition now")
-              for p, o in sorted(stored.items()) if p not in ends or o > ends[p]]
-    if not beyond:
-        return None
-    if stored_id is None:
-        return (f"was recreated (no topic id in MySQL, and its offsets are beyond the topic's "
-                f"end: {'; '.join(beyond)})")
-    return (f"lost records (same topic id, but MySQL's offsets are beyond its end: "
-            f"{'; '.join(beyond)}; was the log truncated?)")
-
-
-class MySQLStore:
-    """The sink's MySQL side: one connection, reconnecting with backoff on transient errors."""
+class MySQLSession:
+    """The sink's MySQL side: one connection; each call one transaction of the store
+    (connectors/sink_store.py), retried on a new connection after a transient error."""
 
     def __init__(self, url: MySQLUrl, stop: threading.Event | None = None,
                  create_database: bool = False, tls_ca: str | None = None) -> None:
@@ -164,42 +82,7 @@ class MySQLStore:
         self.tls_ca = tls_ca
 
     def _connect(self) -> pymysql.connections.Connection:
-        u = self.url
-        kw = dict(host=u.host, port=u.port, user=u.user, password=u.password,
-                  connect_timeout=MYSQL_CONNECT_TIMEOUT_S, read_timeout=MYSQL_IO_TIMEOUT_S,
-                  write_timeout=MYSQL_IO_TIMEOUT_S, autocommit=False,
-                  charset="utf8mb4")
-        if self.tls_ca:
-            kw.update(ssl_ca=self.tls_ca, ssl_verify_cert=True, ssl_verify_identity=True)
-        try:
-            return self._require_tls(pymysql.connect(database=u.database, **kw))
-        except pymysql.err.OperationalError as exc:
-            if exc.args[0] != _UNKNOWN_DB:
-                raise
-            if not self.create_database:
-                # A typo in the URL must not fill an empty database that nobody reads.
-                raise DependencyError(
-                    f"MySQL database {u.database} does not exist on {u.host}:{u.port}; create "
-                    f"it (CREATE DATABASE {u.database}) or pass --create-database") from None
-        conn = self._require_tls(pymysql.connect(**kw))  # asked to: create it, then use it
-        with conn.cursor() as cur:
-            cur.execute(f"CREATE DATABASE IF NOT EXISTS `{u.database}`")
-            cur.execute(f"USE `{u.database}`")
-        return conn
-
-    def _require_tls(self, conn: pymysql.connections.Connection):
-        """With --mysql-tls-ca, a server that does not offer TLS is refused: PyMySQL would
-        otherwise carry on in plain text without a word."""
-        if self.tls_ca:
-            with conn.cursor() as cur:
-                cur.execute("SHOW SESSION STATUS LIKE 'Ssl_cipher'")
-                row = cur.fetchone()
-            if not row or not row[1]:
-                conn.close()
-                raise DependencyError(f"MySQL at {self.url.host}:{self.url.port}: TLS failed: "
-                                      f"the server does not speak TLS, and --mysql-tls-ca "
-                                      f"requires it")
-        return conn
+        return sink_store.connect(self.url, self.create_database, self.tls_ca)
 
     def with_retry(self, doing: str, fn, deadline: float | None = None):
         """Run fn(conn) in a transaction; on a transient error roll back, reconnect, retry
@@ -255,90 +138,35 @@ class MySQLStore:
 
     def ensure_schema(self, timeout_s: float | None = None) -> None:
         """Create the tables if missing; at start, give up after `timeout_s` of retries."""
-        def create(conn):
-            with conn.cursor() as cur:
-                for ddl in SCHEMA:
-                    cur.execute(ddl)
-
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        self.with_retry("creating tables", create, deadline)
+        self.with_retry("creating tables", sink_store.create_tables, deadline)
 
     def load_offsets(self, group: str, topic: str) -> dict[int, int]:
-        def load(conn):
-            with conn.cursor() as cur:
-                cur.execute("SELECT kafka_partition, next_offset FROM kafka_offsets "
-                            "WHERE group_id = %s AND topic = %s", (group, topic))
-                return {int(p): int(o) for p, o in cur.fetchall()}
-
-        return self.with_retry("reading offsets", load)
+        return self.with_retry("reading offsets",
+                               lambda conn: sink_store.read_offsets(conn, group, topic))
 
     def reconcile_topic(self, group: str, topic: str, current_id: str | None,
                         ends: Mapping[int, int]) -> str | None:
-        """The drift check, in one transaction: if MySQL's offsets are not of the topic as it is
-        now (`topic_drift`), delete them; store the current id. Return the drift's reason."""
-
-        def check(conn):
-            with conn.cursor() as cur:
-                cur.execute(LOCK_TOPIC, (group, topic))
-                row = cur.fetchone()
-                stored_id = row[0] if row else None
-                cur.execute(LOCK_OFFSETS, (group, topic))
-                stored = {int(p): int(o) for p, o in cur.fetchall()}
-                reason = topic_drift(stored_id, stored, current_id, ends)
-                if reason is not None:
-                    cur.execute(DELETE_OFFSETS, (group, topic))
-                if current_id is not None and current_id != stored_id:
-                    cur.execute(UPSERT_TOPIC, (group, topic, current_id))
-                return reason
-
-        return self.with_retry("checking the stored offsets against the topic", check)
+        """The drift check, in one transaction (sink_store.reconcile_topic): the drift's reason,
+        or None."""
+        return self.with_retry(
+            "checking the stored offsets against the topic",
+            lambda conn: sink_store.reconcile_topic(conn, group, topic, current_id, ends))
 
     def apply(self, group: str, topic: str, totals: Sequence[Total],
               ends: Mapping[int, int] | None = None,
               topic_id: str | None = None) -> dict[int, int]:
-        """Upsert the last total per minute and the next offsets, atomically; return the offsets.
-
-        Records below the stored offset of their partition were applied already (a replay, or a
-        zombie's late batch) and are skipped under the row lock. `ends` are positions the
-        consumer reached (partition EOF): on a transactional topic the last record is followed by
-        a commit marker, so "last offset + 1" would sit one below the end forever; storing the
-        reader's position makes the stored offsets equal the topic's end when drained.
-        `topic_id` is the id this sink's drift check saw: if MySQL now holds another, the
-        records are of another incarnation of the topic and nothing is written.
-        """
-        changed: list[str] = []
-
-        def write(conn):
-            with conn.cursor() as cur:
-                cur.execute(LOCK_TOPIC, (group, topic))
-                row = cur.fetchone()
-                if topic_id is not None and row is not None and row[0] != topic_id:
-                    changed.append(row[0])
-                    return {}
-                cur.execute(LOCK_OFFSETS, (group, topic))
-                stored = {int(p): int(o) for p, o in cur.fetchall()}
-                last: dict[str, int] = {}
-                nxt: dict[int, int] = {}
-                for t in sorted(totals, key=lambda t: (t.partition, t.offset)):
-                    if t.offset < stored.get(t.partition, 0):
-                        continue
-                    last[t.log_time] = t.log_count
-                    nxt[t.partition] = t.offset + 1
-                for p, end in (ends or {}).items():
-                    if end > max(nxt.get(p, 0), stored.get(p, 0)):
-                        nxt[p] = end
-                if last:
-                    cur.executemany(UPSERT_COUNTS, sorted(last.items()))
-                if nxt:
-                    cur.executemany(UPSERT_OFFSETS,
-                                    [(group, topic, p, o) for p, o in sorted(nxt.items())])
-                return nxt
-
-        nxt = self.with_retry("writing a batch", write)
-        if changed:
+        """Upsert the last total per minute and the next offsets, atomically; return the offsets
+        (sink_store.write_batch). `topic_id` is the id this sink's drift check saw: if MySQL now
+        holds another, the records are of another incarnation of the topic and nothing is
+        written."""
+        nxt, changed = self.with_retry(
+            "writing a batch",
+            lambda conn: sink_store.write_batch(conn, group, topic, totals, ends, topic_id))
+        if changed is not None:
             raise TopicChangedError(
                 f"topic {topic} changed under this sink: MySQL's offsets are of topic id "
-                f"{changed[0]}, this sink read id {topic_id}; nothing written")
+                f"{changed}, this sink read id {topic_id}; nothing written")
         return nxt
 
     def close(self) -> None:
@@ -359,7 +187,7 @@ class Sink:
     def __init__(self, s: SinkSettings) -> None:
         self.s = s
         self.stop = threading.Event()
-        self.store = MySQLStore(s.mysql, self.stop, s.create_database, s.mysql_tls_ca)
+        self.store = MySQLSession(s.mysql, self.stop, s.create_database, s.mysql_tls_ca)
         self.assigned: set[int] = set()
         self.at_eof: set[int] = set()
         self.applied = 0
@@ -649,14 +477,3 @@ def _close_quietly(consumer: Consumer) -> None:
 def run_sink(s: SinkSettings) -> int:
     return Sink(s).run()
 
-
-def read_table(url: MySQLUrl) -> dict[str, int]:
-    """error_log as {'YYYY-MM-DD HH:MM:00': count} (tests, demo)."""
-    conn = pymysql.connect(host=url.host, port=url.port, user=url.user, password=url.password,
-                           database=url.database)
-    try:
-        with conn.cursor() as cur:
-            cur.execute("SELECT log_time, log_count FROM error_log ORDER BY log_time")
-            return {t.strftime("%Y-%m-%d %H:%M:00"): int(c) for t, c in cur.fetchall()}
-    finally:
-        conn.close()

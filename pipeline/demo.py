@@ -8,8 +8,9 @@ import uuid
 import pymysql
 
 from logcount.connectors import stack
-from logcount.connectors.mysql_sink import read_table, run_sink
+from logcount.connectors.mysql_sink import run_sink
 from logcount.connectors.produce import produce_lines, synthetic_values
+from logcount.connectors.sink_store import read_table
 from logcount.core.settings import DemoSettings, MySQLUrl, RunSettings, SinkSettings
 from logcount.formats.shapes import synthetic_records
 from logcount.pipeline.demo_check import report

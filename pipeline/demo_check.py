@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pymysql
 
-from logcount.connectors.mysql_sink import read_table
+from logcount.connectors.sink_store import read_table
 from logcount.core.backoff import Backoff
 from logcount.core.settings import MySQLUrl
 

@@ -1,4 +1,4 @@
-"""Rewrite the README's configuration reference from logcount/core/settings.py."""
+"""Rewrite the README's configuration reference from logcount/core/settings/ (reference.py)."""
 
 from __future__ import annotations
 

@@ -13,11 +13,10 @@ import pytest
 from confluent_kafka import Producer
 
 from logcount.connectors import kafka_io
-from logcount.connectors.mysql_sink import read_table
 from logcount.formats.shapes import synthetic_lines
 from tests.support.exact import assert_exact
 from tests.support.names import Names
-from tests.support.readers import end_offsets, group_offsets, read_all, sink_offsets
+from tests.support.readers import end_offsets, group_offsets, read_all, read_table, sink_offsets
 from tests.support.reference import expectation
 from tests.support.run import cli, sink_args, stage_args, start_cli, wait_for
 

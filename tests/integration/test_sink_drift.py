@@ -10,15 +10,11 @@ import pymysql
 import pytest
 
 from logcount.connectors import kafka_io
-from logcount.connectors.mysql_sink import (
-    DRIFT_CHECK_INTERVAL_S,
-    MySQLStore,
-    Total,
-    read_table,
-)
+from logcount.connectors.mysql_sink import DRIFT_CHECK_INTERVAL_S, MySQLSession
+from logcount.connectors.sink_store import Total
 from logcount.core.errors import TopicChangedError
 from tests.support.inputs import create_topic, minute, write_totals
-from tests.support.readers import end_offsets, sink_offsets
+from tests.support.readers import end_offsets, read_table, sink_offsets
 from tests.support.run import cli, sink_args, start_cli, wait_for
 
 WARNING = "was recreated"
@@ -184,7 +180,7 @@ def test_a_running_sink_notices_the_recreation(endpoints, names, mysql_db, tmp_p
 def test_a_batch_read_from_another_topic_id_is_not_written(names, mysql_db):
     """The fence: once MySQL's offsets are of another topic id (another sink repaired them), a
     sink still holding records of the old topic writes nothing."""
-    store = MySQLStore(mysql_db)
+    store = MySQLSession(mysql_db)
     group, topic = names.group + "-sink", names.topic("out")
     try:
         store.ensure_schema()

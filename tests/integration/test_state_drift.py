@@ -12,7 +12,6 @@ import time
 from confluent_kafka.admin import OffsetSpec
 
 from logcount.connectors import kafka_io, state_topic
-from logcount.connectors.mysql_sink import read_table
 from logcount.core.errors import DependencyError
 from logcount.core.paths import jars_dir
 from logcount.pipeline.state import state_topic_name
@@ -20,7 +19,7 @@ from logcount.pipeline.state_view import NO_TOPIC
 from logcount.pipeline.totals import hour_key, minute_index
 from tests.support.exact import assert_exact
 from tests.support.inputs import build_input, write_lines
-from tests.support.readers import end_offsets, group_offsets, last_totals, read_all
+from tests.support.readers import end_offsets, group_offsets, last_totals, read_all, read_table
 from tests.support.run import LOGCOUNT, ROOT, cli, sink_args, stage_args, start_cli, wait_for
 
 

@@ -32,14 +32,13 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import NewTopic
 
 from logcount.connectors import stack
-from logcount.connectors.mysql_sink import read_table
 from logcount.formats.shapes import synthetic_lines
 from tests.support.cluster import ADMIN_USER
 from tests.support.exact import assert_exact
 from tests.support.metrics import metric
 from tests.support.names import Names
 from tests.support.ports import free_ports
-from tests.support.readers import end_offsets, group_offsets, read_all, sink_offsets
+from tests.support.readers import end_offsets, group_offsets, read_all, read_table, sink_offsets
 from tests.support.reference import expectation
 from tests.support.run import start_cli, wait_for
 from tests.support.toxiproxy import Proxy, Toxiproxy, binary

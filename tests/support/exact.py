@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
-from logcount.connectors.mysql_sink import read_table
 from tests.support.readers import (
     Bootstrap,
     end_offsets,
     group_offsets,
     read_all,
+    read_table,
     sink_offsets,
     totals_history,
 )

@@ -22,13 +22,13 @@ from pathlib import Path
 from confluent_kafka import KafkaException, Producer
 
 from logcount.connectors import kafka_io, stack
-from logcount.connectors.mysql_sink import read_table
 from logcount.formats.shapes import synthetic_lines
 from tests.support.readers import (
     end_offsets,
     group_offsets,
     held_topics,
     read_all,
+    read_table,
     sink_offsets,
     totals_history,
 )

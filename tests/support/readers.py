@@ -16,6 +16,11 @@ from confluent_kafka.admin import OffsetSpec
 
 from logcount.connectors import kafka_io
 
+# error_log as the sink wrote it; the demo's verdict reads it too, so it lives in the store.
+from logcount.connectors.sink_store import read_table
+
+__all__ = ["read_table"]  # and the functions below
+
 Bootstrap = str | dict
 
 

@@ -1,6 +1,6 @@
 """The sink's drift rule: do MySQL's offsets belong to the output topic as it is now?"""
 
-from logcount.connectors.mysql_sink import topic_drift
+from logcount.core.sink_drift import topic_drift
 
 ENDS = {0: 10, 1: 4}
 

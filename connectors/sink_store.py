@@ -1,0 +1,201 @@
+"""The MySQL sink's store: its tables and the SQL of each of its transactions.
+
+The rows and the consumed offsets are written in ONE MySQL transaction. Inside it the stored
+offsets are locked (SELECT ... FOR UPDATE) and any record below them is skipped, so neither a
+replay nor a zombie sink after a rebalance can write an older total over a newer one. SQL works
+on MariaDB and MySQL 8. Each function here is the body of one transaction: the caller
+(connectors/mysql_sink.py) commits it, and retries it on a new connection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import pymysql
+
+from logcount.core.errors import DependencyError
+from logcount.core.settings import MySQLUrl
+from logcount.core.sink_drift import topic_drift
+
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS error_log (
+        log_time DATETIME PRIMARY KEY,
+        log_count INT NOT NULL
+    )""",
+    # 190 characters: the composite key stays under InnoDB's 3072-byte limit in utf8mb4.
+    """CREATE TABLE IF NOT EXISTS kafka_offsets (
+        group_id VARCHAR(190) NOT NULL,
+        topic VARCHAR(190) NOT NULL,
+        kafka_partition INT NOT NULL,
+        next_offset BIGINT NOT NULL,
+        PRIMARY KEY (group_id, topic, kafka_partition)
+    )""",
+    # Which incarnation of the topic the group's offsets belong to (Kafka's topic id).
+    """CREATE TABLE IF NOT EXISTS kafka_topics (
+        group_id VARCHAR(190) NOT NULL,
+        topic VARCHAR(190) NOT NULL,
+        topic_id VARCHAR(64) NOT NULL,
+        PRIMARY KEY (group_id, topic)
+    )""",
+)
+# VALUES(col) works on MariaDB and MySQL 8 (deprecated there, still accepted); MySQL 8's
+# `AS new` alias does not parse on MariaDB. The plain INSERT ... VALUES (%s, %s) shape is what
+# lets PyMySQL's executemany send one multi-row statement instead of a row at a time.
+UPSERT_COUNTS = (
+    "INSERT INTO error_log (log_time, log_count) VALUES (%s, %s) "
+    "ON DUPLICATE KEY UPDATE log_count = VALUES(log_count)"
+)
+UPSERT_OFFSETS = (
+    "INSERT INTO kafka_offsets (group_id, topic, kafka_partition, next_offset) "
+    "VALUES (%s, %s, %s, %s) ON DUPLICATE KEY UPDATE next_offset = VALUES(next_offset)"
+)
+READ_OFFSETS = ("SELECT kafka_partition, next_offset FROM kafka_offsets "
+                "WHERE group_id = %s AND topic = %s")
+LOCK_OFFSETS = READ_OFFSETS + " FOR UPDATE"
+# Every transaction that locks both takes the topic row first, then the offsets: one order,
+# no deadlock between a drift check and a batch.
+LOCK_TOPIC = "SELECT topic_id FROM kafka_topics WHERE group_id = %s AND topic = %s FOR UPDATE"
+UPSERT_TOPIC = (
+    "INSERT INTO kafka_topics (group_id, topic, topic_id) VALUES (%s, %s, %s) "
+    "ON DUPLICATE KEY UPDATE topic_id = VALUES(topic_id)"
+)
+DELETE_OFFSETS = "DELETE FROM kafka_offsets WHERE group_id = %s AND topic = %s"
+READ_TABLE = "SELECT log_time, log_count FROM error_log ORDER BY log_time"
+
+_UNKNOWN_DB = 1049
+# How long one MySQL round trip may stay silent: a batch's write takes milliseconds (a second on a
+# busy server), so 10 s of silence is a link dropping our packets: retry on a new connection.
+# The connect: 5 s; a server that accepts at all answers its greeting at once.
+# Figures: docs/tuning.md#mysql-timeouts
+MYSQL_CONNECT_TIMEOUT_S = 5
+MYSQL_IO_TIMEOUT_S = 10
+
+
+@dataclass(frozen=True)
+class Total:
+    partition: int
+    offset: int
+    log_time: str
+    log_count: int
+
+
+def connect(url: MySQLUrl, create_database: bool = False,
+            tls_ca: str | None = None) -> pymysql.connections.Connection:
+    """A connection to the URL's database (creating it only when asked), autocommit off."""
+    u = url
+    kw = dict(host=u.host, port=u.port, user=u.user, password=u.password,
+              connect_timeout=MYSQL_CONNECT_TIMEOUT_S, read_timeout=MYSQL_IO_TIMEOUT_S,
+              write_timeout=MYSQL_IO_TIMEOUT_S, autocommit=False,
+              charset="utf8mb4")
+    if tls_ca:
+        kw.update(ssl_ca=tls_ca, ssl_verify_cert=True, ssl_verify_identity=True)
+    try:
+        return _require_tls(pymysql.connect(database=u.database, **kw), url, tls_ca)
+    except pymysql.err.OperationalError as exc:
+        if exc.args[0] != _UNKNOWN_DB:
+            raise
+        if not create_database:
+            # A typo in the URL must not fill an empty database that nobody reads.
+            raise DependencyError(
+                f"MySQL database {u.database} does not exist on {u.host}:{u.port}; create "
+                f"it (CREATE DATABASE {u.database}) or pass --create-database") from None
+    conn = _require_tls(pymysql.connect(**kw), url, tls_ca)  # asked to: create it, then use it
+    with conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE IF NOT EXISTS `{u.database}`")
+        cur.execute(f"USE `{u.database}`")
+    return conn
+
+
+def _require_tls(conn: pymysql.connections.Connection, url: MySQLUrl, tls_ca: str | None):
+    """With --mysql-tls-ca, a server that does not offer TLS is refused: PyMySQL would
+    otherwise carry on in plain text without a word."""
+    if tls_ca:
+        with conn.cursor() as cur:
+            cur.execute("SHOW SESSION STATUS LIKE 'Ssl_cipher'")
+            row = cur.fetchone()
+        if not row or not row[1]:
+            conn.close()
+            raise DependencyError(f"MySQL at {url.host}:{url.port}: TLS failed: "
+                                  f"the server does not speak TLS, and --mysql-tls-ca "
+                                  f"requires it")
+    return conn
+
+
+def create_tables(conn) -> None:
+    with conn.cursor() as cur:
+        for ddl in SCHEMA:
+            cur.execute(ddl)
+
+
+def read_offsets(conn, group: str, topic: str) -> dict[int, int]:
+    with conn.cursor() as cur:
+        cur.execute(READ_OFFSETS, (group, topic))
+        return {int(p): int(o) for p, o in cur.fetchall()}
+
+
+def reconcile_topic(conn, group: str, topic: str, current_id: str | None,
+                    ends: Mapping[int, int]) -> str | None:
+    """The drift check: if MySQL's offsets are not of the topic as it is now (`topic_drift`),
+    delete them; store the current id. Return the drift's reason."""
+    with conn.cursor() as cur:
+        cur.execute(LOCK_TOPIC, (group, topic))
+        row = cur.fetchone()
+        stored_id = row[0] if row else None
+        cur.execute(LOCK_OFFSETS, (group, topic))
+        stored = {int(p): int(o) for p, o in cur.fetchall()}
+        reason = topic_drift(stored_id, stored, current_id, ends)
+        if reason is not None:
+            cur.execute(DELETE_OFFSETS, (group, topic))
+        if current_id is not None and current_id != stored_id:
+            cur.execute(UPSERT_TOPIC, (group, topic, current_id))
+        return reason
+
+
+def write_batch(conn, group: str, topic: str, totals: Sequence[Total],
+                ends: Mapping[int, int] | None,
+                topic_id: str | None) -> tuple[dict[int, int], str | None]:
+    """Upsert the last total per minute and the next offsets; return the offsets, and the topic
+    id MySQL holds when it is not `topic_id` (then nothing is written).
+
+    Records below the stored offset of their partition were applied already (a replay, or a
+    zombie's late batch) and are skipped under the row lock. `ends` are positions the
+    consumer reached (partition EOF): on a transactional topic the last record is followed by
+    a commit marker, so "last offset + 1" would sit one below the end forever; storing the
+    reader's position makes the stored offsets equal the topic's end when drained.
+    """
+    with conn.cursor() as cur:
+        cur.execute(LOCK_TOPIC, (group, topic))
+        row = cur.fetchone()
+        if topic_id is not None and row is not None and row[0] != topic_id:
+            return {}, row[0]
+        cur.execute(LOCK_OFFSETS, (group, topic))
+        stored = {int(p): int(o) for p, o in cur.fetchall()}
+        last: dict[str, int] = {}
+        nxt: dict[int, int] = {}
+        for t in sorted(totals, key=lambda t: (t.partition, t.offset)):
+            if t.offset < stored.get(t.partition, 0):
+                continue
+            last[t.log_time] = t.log_count
+            nxt[t.partition] = t.offset + 1
+        for p, end in (ends or {}).items():
+            if end > max(nxt.get(p, 0), stored.get(p, 0)):
+                nxt[p] = end
+        if last:
+            cur.executemany(UPSERT_COUNTS, sorted(last.items()))
+        if nxt:
+            cur.executemany(UPSERT_OFFSETS,
+                            [(group, topic, p, o) for p, o in sorted(nxt.items())])
+        return nxt, None
+
+
+def read_table(url: MySQLUrl) -> dict[str, int]:
+    """error_log as {'YYYY-MM-DD HH:MM:00': count} (the demo's verdict, the tests)."""
+    conn = pymysql.connect(host=url.host, port=url.port, user=url.user, password=url.password,
+                           database=url.database)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(READ_TABLE)
+            return {t.strftime("%Y-%m-%d %H:%M:00"): int(c) for t, c in cur.fetchall()}
+    finally:
+        conn.close()

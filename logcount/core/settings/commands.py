@@ -1,0 +1,314 @@
+"""One settings class per command, composed of the field groups it shares (groups.py) and its
+own fields. The order of a command's flags is its `flag_order`, where the fields' own is not it."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from logcount.core import redact
+from logcount.core.errors import ConfigError
+from logcount.core.settings.framework import AT_LEAST_1, PORT, POSITIVE, Settings, opt
+from logcount.core.settings.groups import CountingFields, KafkaClientFields, ServiceFields
+from logcount.core.settings.values import MySQLUrl, mask_url, parse_duration_minutes
+from logcount.formats.shapes import SHAPES
+
+_MYSQL = "mysql://root@127.0.0.1:3306/logcount"
+
+
+@dataclass(frozen=True, kw_only=True, repr=False)
+class RunSettings(ServiceFields, CountingFields, KafkaClientFields):
+    """`logcount run`: the Spark stage."""
+
+    flag_order = ("once", "bootstrap_servers", "input_topic", "output_topic", "dlq_topic",
+                  "group_id", "transactional_id", "master", CountingFields, "trigger_interval",
+                  "min_batch_interval", "max_records_per_batch", "starting_offsets", "delivery",
+                  "input_partitions", "output_partitions", "dlq_partitions",
+                  "max_malformed_per_batch", "startup_timeout", "metrics_port",
+                  "health_stall_seconds", "refusal_hold_seconds", "replication_factor",
+                  "lateness_horizon", "client_config", "kafka_config")
+
+    input_topic: str = field(default="logs", metadata=opt("topic of raw log lines"))
+    output_topic: str = field(
+        default="error-counts", metadata=opt("compacted topic of per-minute totals")
+    )
+    dlq_topic: str = field(default="logs-dlq", metadata=opt("topic of malformed lines"))
+    group_id: str = field(
+        default="logcount", metadata=opt("consumer group that holds the committed input offsets")
+    )
+    transactional_id: str | None = field(
+        default=None,
+        metadata=opt("fixed transactional.id; a restart fences the previous instance "
+                     "(default: GROUP_ID-stage, so stages of different groups never fence "
+                     "each other)"),
+    )
+    master: str = field(default="local[*]", metadata=opt("Spark master: local[N] or spark://..."))
+    trigger_interval: float = field(
+        default=1.0, metadata=opt("seconds to sleep when there is nothing new to read",
+                                 **POSITIVE)
+    )
+    # Pacing (CPU against Kafka Streams): a caught-up stage otherwise runs a Spark job per ~100 ms
+    # of input, and each pays a fixed ~85 ms of CPU whatever it holds.
+    # Figures: docs/tuning.md#pacing
+    min_batch_interval: float = field(
+        default=0.0, metadata=opt("pacing: at least this many seconds from one batch's start to "
+                                  "the next while the stage is caught up, so a steady input "
+                                  "runs fewer, fuller batches (less CPU, up to this much more "
+                                  "latency); a backlog still runs back to back; 0: no pacing",
+                                  lo=0, hi=60))
+    max_records_per_batch: int = field(
+        default=2_000_000, metadata=opt("cap on input records per batch, spread over partitions (a "
+                                       "process's first batches ramp up to it: 2000, 20000, ...)",
+                                       **AT_LEAST_1)
+    )
+    starting_offsets: Literal["earliest", "latest"] = field(
+        default="earliest", metadata=opt("where to start when the group has no committed offset")
+    )
+    delivery: Literal["exactly-once", "at-least-once"] = field(
+        default="exactly-once",
+        metadata=opt("at-least-once: no transaction, offsets committed after (benchmarks, tests)"),
+    )
+    input_partitions: int = field(
+        default=4, metadata=opt("partitions of the input topic when the stage creates it",
+                                **AT_LEAST_1)
+    )
+    # One partition each by default: every partition a transaction writes costs an entry and a
+    # commit marker, so copying the input's count (256) made a commit take seconds. Only for
+    # topics the stage creates: an existing one is kept (a compacted table is never repartitioned).
+    # Figures: docs/tuning.md#output-partitions
+    output_partitions: int = field(
+        default=1, metadata=opt("partitions of the output topic when the stage creates it",
+                                **AT_LEAST_1)
+    )
+    dlq_partitions: int = field(
+        default=1, metadata=opt("partitions of the DLQ topic when the stage creates it",
+                                **AT_LEAST_1)
+    )
+    max_malformed_per_batch: int = field(
+        default=50_000,
+        metadata=opt("malformed lines one batch may carry to the DLQ; past it the batch is cut",
+                     **AT_LEAST_1),
+    )
+    # 0 by default: a refusal at a terminal (or in a test) should be one line at once. Under a
+    # supervisor, a hold of two scrape intervals lets Prometheus see why the stage is down
+    # (deploy/prometheus/alerts.yml), and it slows a restart loop that cannot succeed.
+    refusal_hold_seconds: float = field(
+        default=0.0, metadata=opt("when the state check refuses to run (exit 2), keep /metrics "
+                                  "up this long first, with logcount_stage_start_refused 1",
+                                  lo=0))
+    replication_factor: int | None = field(
+        default=None, metadata=opt("replication factor of the topics the stage creates "
+                                   "(default: the cluster's default.replication.factor)",
+                                   metavar="N", lo=1))
+    lateness_horizon: str | None = field(
+        default=None,
+        metadata=opt("count lines at most this far behind the newest minute counted (e.g. 90m, "
+                     "6h, 7d); older lines go to the DLQ as 'late' and their minutes leave "
+                     "memory (default: off, every line counts)", metavar="DURATION"),
+    )
+
+    @property
+    def txn_id(self) -> str:
+        """The transactional.id in use: the flag's, or one derived from the group id."""
+        return self.transactional_id or f"{self.group_id}-stage"
+
+    @property
+    def horizon_minutes(self) -> int | None:
+        return parse_duration_minutes(self.lateness_horizon, "--lateness-horizon")
+
+    def validate(self) -> RunSettings:
+        self.line_format  # noqa: B018 - validates the counting settings
+        if not (self.master.startswith(("local", "spark://"))):
+            raise ConfigError(f"--master must be local[...] or spark://..., got {self.master!r}")
+        if len({self.input_topic, self.output_topic, self.dlq_topic}) != 3:
+            raise ConfigError("--input-topic, --output-topic and --dlq-topic must differ")
+        self.kafka_client_config  # noqa: B018 - validates KEY=VALUE items and --client-config
+        self.horizon_minutes  # noqa: B018 - validates the duration
+        if self.min_batch_interval >= self.health_stall_seconds:
+            # /healthz would call a paced stage with lag stalled between two of its batches
+            raise ConfigError(f"--min-batch-interval ({self.min_batch_interval:g} s) must be "
+                              f"below --health-stall-seconds ({self.health_stall_seconds:g} s)")
+        return self
+
+
+@dataclass(frozen=True, kw_only=True, repr=False)
+class SinkSettings(ServiceFields, KafkaClientFields):
+    """`logcount sink`: the MySQL sink service."""
+
+    flag_order = ("once", "bootstrap_servers", "topic", "group_id", "mysql_url", "mysql_tls_ca",
+                  "create_database", "startup_timeout", "metrics_port", "health_stall_seconds",
+                  "client_config", "kafka_config")
+
+    # The service fields, in the sink's own words.
+    once: bool = field(default=False, metadata=opt("drain the topic to its end, then exit"))
+    topic: str = field(default="error-counts", metadata=opt("the stage's output topic"))
+    group_id: str = field(default="logcount-sink", metadata=opt("the sink's consumer group"))
+    mysql_url: str = field(
+        default=_MYSQL,
+        metadata=opt("mysql://USER[:PASSWORD]@HOST:PORT/DATABASE", secret=mask_url)
+    )
+    mysql_tls_ca: str | None = field(
+        default=None, metadata=opt("require TLS to MySQL, its certificate verified against this "
+                                   "CA (PEM) and its host name", metavar="PATH"))
+    create_database: bool = field(
+        default=False, metadata=opt("create the database of --mysql-url when it is missing "
+                                    "(without it, a missing database is an error: a typo must "
+                                    "not fill an empty database nobody reads)"))
+    startup_timeout: float = field(
+        default=60.0, metadata=opt("seconds to keep retrying an unreachable broker or MySQL at "
+                                   "start", **POSITIVE)
+    )
+    metrics_port: int = field(
+        default=9109, metadata=opt("port of /metrics and /healthz (0: off)", **PORT)
+    )
+    health_stall_seconds: float = field(
+        default=300.0, metadata=opt("/healthz fails when nothing is written this long under lag",
+                                   **POSITIVE)
+    )
+
+    @property
+    def mysql(self) -> MySQLUrl:
+        url = MySQLUrl.parse(self.mysql_url)
+        redact.remember(url.password)
+        return url
+
+    def validate(self) -> SinkSettings:
+        self.mysql  # noqa: B018 - validates the URL
+        if self.mysql_tls_ca is not None and not Path(self.mysql_tls_ca).is_file():
+            raise ConfigError(f"--mysql-tls-ca {self.mysql_tls_ca}: no such file")
+        self.kafka_client_config  # noqa: B018
+        return self
+
+
+@dataclass(frozen=True, kw_only=True, repr=False)
+class ProduceSettings(CountingFields, KafkaClientFields):
+    """`logcount produce`: load log lines into a topic."""
+
+    flag_order = ("bootstrap_servers", "topic", "file", "synthetic", "seed", "partitions",
+                  "expect", "shape", CountingFields, "client_config", "kafka_config")
+
+    topic: str = field(default="logs", metadata=opt("topic to write the lines to"))
+    file: str | None = field(
+        default=None, metadata=opt("read lines from this file, '-' for stdin", metavar="PATH")
+    )
+    synthetic: int | None = field(
+        default=None, metadata=opt("generate N synthetic lines instead", metavar="N", lo=0)
+    )
+    seed: int = field(default=1, metadata=opt("seed of the synthetic generator"))
+    partitions: int = field(
+        default=4, metadata=opt("partitions when the topic has to be created", **AT_LEAST_1)
+    )
+    expect: str | None = field(
+        default=None, metadata=opt("write the expected per-minute counts (JSON) here",
+                                   metavar="PATH")
+    )
+    shape: str = field(default="seed", metadata=opt(
+        "the shape --synthetic lines take: " + ", ".join(SHAPES), metavar="SHAPE"))
+    # The counting fields, in produce's own words: they count a --file for --expect.
+    level: str = field(default="ERROR", metadata=opt(
+        "the levels --expect counts (as run's --level)", metavar="LEVELS"))
+    timezone: str = field(default="UTC", metadata=opt(
+        "the zone --synthetic writes zone-less shapes' local times in, and --file with --expect "
+        "reads them in (as run's --timezone)", metavar="ZONE"))
+    line_regex: str | None = field(default=None, metadata=opt(
+        "for --file with --expect: as run's --line-regex", metavar="REGEX"))
+    time_pattern: str | None = field(default=None, metadata=opt(
+        "for --file with --expect: as run's --time-pattern", metavar="PATTERN"))
+    json_line_field: str | None = field(default=None, metadata=opt(
+        "for --file with --expect: as run's --json-line-field", metavar="PATH"))
+    json_time_field: str | None = field(default=None, metadata=opt(
+        "for --file with --expect: as run's --json-time-field", metavar="PATH"))
+    json_level_field: str | None = field(default=None, metadata=opt(
+        "for --file with --expect: as run's --json-level-field", metavar="PATH"))
+
+    def validate(self) -> ProduceSettings:
+        if self.shape not in SHAPES:
+            raise ConfigError(f"--shape must be one of {', '.join(SHAPES)}, got {self.shape!r}")
+        if self.file is not None and self.shape != "seed":
+            raise ConfigError("--shape is what --synthetic writes; a --file is loaded as it is")
+        self.line_format  # noqa: B018 - validates the counting settings
+        if (self.file is None) == (self.synthetic is None):
+            raise ConfigError("produce needs exactly one of --file PATH or --synthetic N")
+        if self.file not in (None, "-"):
+            path = Path(self.file)
+            if not path.is_file() or not os.access(path, os.R_OK):
+                raise ConfigError(f"--file {self.file}: no such readable file")
+        if self.expect is not None:
+            folder = Path(self.expect).resolve().parent
+            if not folder.is_dir() or not os.access(folder, os.W_OK):
+                raise ConfigError(f"--expect {self.expect}: folder {folder} does not exist or "
+                                  f"is not writable")
+        self.kafka_client_config  # noqa: B018
+        return self
+
+
+@dataclass(frozen=True, kw_only=True, repr=False)
+class StateShowSettings(RunSettings):
+    """`logcount state show`: the stage's state, and what a start with these settings would do.
+    Takes every flag of `logcount run` (the same command line and environment, the same
+    answer); reads only, fences nobody, safe beside a running stage."""
+
+    json: bool = field(default=False, metadata=opt("print the report as JSON, for scripts"))
+
+
+@dataclass(frozen=True, kw_only=True, repr=False)
+class DemoSettings(Settings):
+    """`logcount demo`: everything on the embedded stack, then the table and the verdict."""
+
+    lines: int = field(default=200_000, metadata=opt("synthetic lines to produce", **AT_LEAST_1))
+    seed: int = field(default=7, metadata=opt("seed of the synthetic generator"))
+    master: str = field(default="local[*]", metadata=opt("Spark master"))
+
+
+@dataclass(frozen=True, kw_only=True, repr=False)
+class BenchSettings(Settings):
+    """`logcount bench`: the side-by-side benchmark on the embedded stack (with --soak: the
+    endurance run)."""
+
+    lines: int = field(default=5_000_000, metadata=opt("synthetic lines in the backlog (N)"))
+    out: str = field(default="bench-results", metadata=opt("directory for results.json, "
+                                                           "results.md and results.png (with "
+                                                           "--soak: soak.*)"))
+    seed: int = field(default=1, metadata=opt("seed of the synthetic generator"))
+    bootstrap_servers: str | None = field(
+        default=None, metadata=opt("use this broker instead of starting the embedded stack"))
+    latency_rate: int = field(default=20_000,
+                              metadata=opt("lines/s of the steady-state latency producer"))
+    latency_seconds: float = field(default=60.0,
+                                   metadata=opt("seconds each latency run produces for"))
+    latency_warmup_seconds: float = field(
+        default=15.0, metadata=opt("seconds produced before the latency measurement starts"))
+    latency_repeats: int = field(default=3, metadata=opt(
+        "runs of the stage's and Kafka Streams' latency at the latency rate, interleaved; the "
+        "goals judge the median p99 and the report shows each run's", lo=1, hi=10))
+    large_factor: int = field(default=10, metadata=opt("the RSS run reads this many times N"))
+    quix_lines: int | None = field(
+        default=None, metadata=opt("lines Quix Streams processes (default: N)", metavar="N"))
+    soak: float | None = field(default=None, metadata=opt(
+        "run the endurance benchmark instead (logcount/bench/soak.py): the stage at a fixed rate "
+        "for MINUTES, sampled; writes soak.json, soak.md and soak.png", metavar="MINUTES",
+        **POSITIVE))
+    soak_rate: int = field(default=2_000, metadata=opt("lines/s the soak produces", lo=20))
+    sample_seconds: float = field(default=15.0, metadata=opt(
+        "seconds between the soak's samples", lo=1))
+
+    def validate(self) -> BenchSettings:
+        if self.lines < 1000:
+            raise ConfigError("--lines must be at least 1000")
+        if self.latency_rate < 20 or self.latency_seconds <= 0 or self.latency_warmup_seconds < 0:
+            raise ConfigError("--latency-rate must be at least 20, --latency-seconds > 0 and "
+                              "--latency-warmup-seconds >= 0")
+        if self.large_factor < 1 or (self.quix_lines is not None and self.quix_lines < 1):
+            raise ConfigError("--large-factor and --quix-lines must be at least 1")
+        return self
+
+
+@dataclass(frozen=True, kw_only=True, repr=False)
+class StackSettings(Settings):
+    """`logcount stack up|down|status`."""
+
+    spark_cluster: bool = field(
+        default=False, metadata=opt("also a Spark standalone master and two workers")
+    )

@@ -1,0 +1,94 @@
+"""Values that settings hold in a form of their own: MySQL URLs, durations, librdkafka items;
+parsed and masked here, each mistake a ConfigError."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from urllib.parse import unquote, urlparse
+
+from logcount.core import redact
+from logcount.core.client_properties.secrets import is_secret_key
+from logcount.core.errors import ConfigError
+from logcount.core.redact import MASK
+
+
+@dataclass(frozen=True)
+class MySQLUrl:
+    """`mysql://USER[:PASSWORD]@HOST:PORT/DATABASE`, parsed; the password never printed."""
+
+    user: str
+    password: str
+    host: str
+    port: int
+    database: str
+
+    @classmethod
+    def parse(cls, url: str) -> MySQLUrl:
+        p = urlparse(url)
+        redact.remember(p.password and unquote(p.password), p.password)
+        if p.scheme != "mysql" or not p.hostname or not p.path.strip("/") or not p.username:
+            raise ConfigError(
+                f"--mysql-url must look like mysql://USER[:PASSWORD]@HOST:PORT/DATABASE, "
+                f"got {mask_url(url)!r}"
+            )
+        try:
+            port = p.port or 3306
+        except ValueError as exc:
+            raise ConfigError(f"--mysql-url has a bad port: {mask_url(url)!r}") from exc
+        database = p.path.strip("/")
+        if not re.fullmatch(r"[A-Za-z0-9_$]+", database):
+            raise ConfigError(f"--mysql-url database name {database!r} is not a plain identifier")
+        return cls(unquote(p.username), unquote(p.password or ""), p.hostname, port, database)
+
+    def __repr__(self) -> str:
+        pw = f":{MASK}" if self.password else ""
+        return f"mysql://{self.user}{pw}@{self.host}:{self.port}/{self.database}"
+
+    def with_database(self, database: str) -> MySQLUrl:
+        return dataclasses.replace(self, database=database)
+
+
+def mask_url(url: str) -> str:
+    """The URL with its password (if any, user or not) replaced by ***: everything from the
+    user's colon to the last @, so that an unencoded / or @ in a password cannot leak a part."""
+    return re.sub(r"(//[^:/@]*:).*@", rf"\g<1>{MASK}@", url)
+
+
+_UNITS = {"m": 1, "h": 60, "d": 24 * 60}
+
+
+def parse_duration_minutes(text: str | None, source: str) -> int | None:
+    """'90m', '6h', '7d' -> minutes; None, '' or 'off' -> None (off). Whole minutes: totals are
+    per minute, so a finer horizon would mean nothing."""
+    if text is None or text.strip().lower() in ("", "off"):
+        return None
+    m = re.fullmatch(r"\s*(\d+)\s*([mhd])\s*", text.lower())
+    # At most 100 years: beyond that every minute a line can name is inside it anyway.
+    if not m or not 1 <= int(m.group(1)) * _UNITS[m.group(2)] <= 100 * 366 * 24 * 60:
+        raise ConfigError(f"{source} takes a whole number of minutes, hours or days such as "
+                          f"90m, 6h or 7d, up to 100 years (or 'off'), got {text!r}")
+    return int(m.group(1)) * _UNITS[m.group(2)]
+
+
+def parse_kafka_config(items: tuple[str, ...]) -> dict[str, str]:
+    """`("security.protocol=SASL_SSL", ...)` -> dict; a bad item is a ConfigError."""
+    out: dict[str, str] = {}
+    for n, item in enumerate(items, 1):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            # The item itself is not echoed: it may be the tail of a password.
+            raise ConfigError(f"--kafka-config item {n} of {len(items)} is not KEY=VALUE "
+                              f"(in LOGCOUNT_KAFKA_CONFIG, items are separated by newlines, or "
+                              f"by commas when there is no newline)")
+        out[key.strip()] = value
+    return out
+
+
+def mask_kafka_config(items: tuple[str, ...]) -> tuple[str, ...]:
+    """KEY=VALUE items with the values of secret keys (passwords, JAAS) masked."""
+    return tuple(
+        f"{k}={MASK}" if is_secret_key(k) else f"{k}={v}"
+        for k, v in (i.partition("=")[::2] for i in items)
+    )
