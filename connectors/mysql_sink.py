@@ -37,6 +37,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from logcount.connectors import kafka_io, sink_store
 from logcount.connectors.sink_store import Total
+from logcount.core.backoff import Backoff
 from logcount.core.errors import DependencyError, TopicChangedError
 from logcount.core.metrics import Health, SinkMetrics, serve
 from logcount.core.records import decode_total
@@ -87,17 +88,16 @@ class MySQLSession:
     def with_retry(self, doing: str, fn, deadline: float | None = None):
         """Run fn(conn) in a transaction; on a transient error roll back, reconnect, retry
         (until `deadline`, a time.monotonic() value, when given: the start-up's bound)."""
-        delay = BACKOFF_FIRST_S
-        down_since: float | None = None  # this outage began (one WARN line, one when over)
+        backoff = Backoff(BACKOFF_FIRST_S, BACKOFF_MAX_S)  # its run of failures: this outage
         while True:
             try:
                 if self.conn is None:
                     self.conn = self._connect()
                 result = fn(self.conn)
                 self.conn.commit()
-                if down_since is not None and deadline is None:
+                if backoff.failures and deadline is None:
                     log.info("MySQL at %s:%d answers again after %.1fs: %s resumed",
-                             self.url.host, self.url.port, time.monotonic() - down_since, doing)
+                             self.url.host, self.url.port, backoff.elapsed(), doing)
                 return result
             except pymysql.err.MySQLError as exc:
                 code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
@@ -113,22 +113,22 @@ class MySQLSession:
                     raise DependencyError(f"MySQL {doing}: {exc}") from exc
                 if self.stop.is_set():
                     raise DependencyError(f"MySQL {doing}: stopping while MySQL is down") from exc
+                first = backoff.failures == 0
+                delay = backoff.failed()
+                assert delay is not None  # no budget of its own: the deadline bounds it
                 if deadline is not None and time.monotonic() + delay > deadline:
                     raise DependencyError(f"MySQL at {self.url.host}:{self.url.port} "
                                           f"unreachable ({doing}): {exc.args[-1]}") from exc
-                if deadline is None and down_since is None:  # running: one line an outage
+                if deadline is None and first:  # running: one line an outage
                     log.warning("MySQL %s failed (%s); waiting for MySQL at %s:%d, retrying "
                                 "every %.0fs at most: the sink resumes by itself", doing, text,
                                 self.url.host, self.url.port, BACKOFF_MAX_S)
                 elif deadline is None:
                     log.debug("MySQL %s failed again (%s)", doing, text)
-                elif delay == BACKOFF_FIRST_S:  # at start: one line, then the verdict
+                elif first:  # at start: one line, then the verdict
                     log.info("waiting for MySQL at %s:%d (%s), up to %.0fs", self.url.host,
                              self.url.port, text, deadline - time.monotonic())
-                if down_since is None:
-                    down_since = time.monotonic()
                 self.stop.wait(delay)
-                delay = min(delay * 2, BACKOFF_MAX_S)
 
     def _drop(self) -> None:
         if self.conn is not None:
