@@ -1,11 +1,13 @@
 import logging
 
+import pymysql
 import pytest
 from confluent_kafka import KafkaError
 
 from logcount.connectors import mysql_sink
 from logcount.connectors.mysql_sink import Sink
-from logcount.core.settings import SinkSettings
+from logcount.core.errors import DependencyError
+from logcount.core.settings import MySQLUrl, SinkSettings
 
 pytestmark = pytest.mark.unit
 
@@ -48,3 +50,49 @@ def test_a_fatal_client_error_is_kept_for_the_loop(sink):
     err = KafkaError(KafkaError._FATAL, "boom", fatal=True)
     sink._on_error(err)
     assert sink.fatal is err and sink.kafka_down_since is None
+
+
+class _Conn:
+    def __init__(self) -> None:
+        self.commits = 0
+
+    def commit(self) -> None:
+        self.commits += 1
+
+    def close(self) -> None:
+        pass
+
+
+def test_mysql_down_is_retried_on_the_backoff_with_one_warn_and_one_resume_line(caplog,
+                                                                              monkeypatch):
+    caplog.set_level(logging.INFO, logger="logcount.sink")
+    session = mysql_sink.MySQLSession(MySQLUrl.parse("mysql://root@127.0.0.1:1/db"))
+    waits: list[float] = []
+    monkeypatch.setattr(session.stop, "wait", lambda s: waits.append(s))
+    conn = _Conn()
+    tries = iter([pymysql.err.OperationalError(2003, "refused")] * 4 + [conn])
+
+    def connect():
+        got = next(tries)
+        if isinstance(got, Exception):
+            raise got
+        return got
+
+    monkeypatch.setattr(session, "_connect", connect)
+    assert session.with_retry("writing", lambda c: 7) == 7
+    assert waits == [0.5, 1.0, 2.0, 2.0] and conn.commits == 1
+    warns = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warns) == 1 and "waiting for MySQL" in warns[0].getMessage()
+    assert any("answers again" in r.getMessage() for r in caplog.records)
+
+
+def test_mysql_down_at_start_gives_up_at_the_deadline(monkeypatch):
+    session = mysql_sink.MySQLSession(MySQLUrl.parse("mysql://root@127.0.0.1:1/db"))
+    monkeypatch.setattr(session.stop, "wait", lambda s: None)
+
+    def connect():
+        raise pymysql.err.OperationalError(2003, "refused")
+
+    monkeypatch.setattr(session, "_connect", connect)
+    with pytest.raises(DependencyError, match="unreachable"):
+        session.with_retry("creating tables", lambda c: None, deadline=0.0)
