@@ -156,7 +156,8 @@ def _line_format(s) -> LineFormat:
     """The counting flags of `s` as one validated LineFormat; a mistake is a ConfigError."""
     try:
         return LineFormat.from_flags(s.level, s.timezone, s.line_regex, s.time_pattern,
-                                     s.json_line_field, s.json_time_field, s.json_level_field)
+                                     s.json_line_field, s.json_time_field, s.json_level_field,
+                                     getattr(s, "continuation_lines", "dlq"))
     except FormatError as exc:
         raise ConfigError(str(exc)) from None
 
@@ -292,6 +293,11 @@ class RunSettings(_Settings):
         metavar="PATH"))
     json_level_field: str | None = field(default=None, metadata=opt(
         "structured JSON logs: the level field (text or number)", metavar="PATH"))
+    continuation_lines: Literal["dlq", "skip"] = field(default="dlq", metadata=opt(
+        "stack-trace continuation lines (a line the line rule refuses that starts with a "
+        "space or tab, Caused by:, Traceback, an exception's name...: docs/contract.md): dlq "
+        "sends them to the DLQ as malformed; skip takes them as part of the event before "
+        "them, neither counted nor malformed"))
     trigger_interval: float = field(
         default=1.0, metadata=opt("seconds to sleep when there is nothing new to read",
                                  **POSITIVE)
