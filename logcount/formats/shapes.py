@@ -27,8 +27,8 @@ from zoneinfo import ZoneInfo
 from logcount.formats.rule import minute_label
 from logcount.formats.spec import check_timezone
 
-__all__ = ["SHAPES", "RUN_FLAGS", "ZONELESS", "SyntheticRecord", "synthetic_records",
-           "synthetic_lines", "expected_from_records"]
+__all__ = ["SHAPES", "RUN_FLAGS", "TRACE_SHAPES", "ZONELESS", "SyntheticRecord",
+           "synthetic_records", "synthetic_lines", "expected_from_records"]
 
 # log4j2's default PatternLayout: %d{yyyy-MM-dd HH:mm:ss.SSS} [%t] %-5level %logger{36} - %msg%n
 _LOG4J2 = r"(?<time>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}[.,]\d{1,9}) \[[^\]]*\] +(?<level>[A-Za-z]+)"
@@ -58,6 +58,9 @@ RUN_FLAGS: dict[str, tuple[str, ...]] = {
     "pino": ("--json-time-field", "time", "--json-level-field", "level", "--level", "50,60"),
 }
 SHAPES = tuple(RUN_FLAGS)
+# Shapes of programs that log stack traces (the JVM's, Python's): README's recipe for each adds
+# --continuation-lines skip to RUN_FLAGS (which the synthetic generator's counts are made for).
+TRACE_SHAPES = frozenset({"kafka", "log4j2", "python", "spark"})
 # Shapes whose times name no zone: written in the generator's `timezone`, read with --timezone.
 ZONELESS = frozenset({"seed", "kafka", "log4j2", "python", "spark", "mariadb", "filebeat",
                       "fluentbit"})
