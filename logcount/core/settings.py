@@ -26,7 +26,7 @@ from logcount.core.client_properties import ClientProperties, load_client_proper
 from logcount.core.client_properties.secrets import is_secret_key
 from logcount.core.errors import ConfigError
 from logcount.core.redact import MASK
-from logcount.formats.shapes import SHAPES
+from logcount.formats.shapes import SHAPES, check_group_by, parse_group_by
 from logcount.formats.spec import FormatError, LineFormat
 
 __all__ = [
@@ -474,6 +474,12 @@ class ProduceSettings(_Settings):
     )
     shape: str = field(default="seed", metadata=opt(
         "the shape --synthetic lines take: " + ", ".join(SHAPES), metavar="SHAPE"))
+    dimensions: bool = field(default=False, metadata=opt(
+        "--synthetic records come from a fleet of services (a few busy ones), keyed by their "
+        "service, with the hosts, namespaces, containers and loggers each shape writes"))
+    expect_group_by: str | None = field(default=None, metadata=opt(
+        "--expect writes per-series counts grouped by these dimensions (run's --group-by "
+        "syntax), from what the generator wrote", metavar="DIM[,DIM]"))
     level: str = field(default="ERROR", metadata=opt(
         "the levels --expect counts (as run's --level)", metavar="LEVELS"))
     timezone: str = field(default="UTC", metadata=opt(
@@ -498,6 +504,16 @@ class ProduceSettings(_Settings):
         """The rule --expect counts a --file by (a --synthetic shape knows its own counts)."""
         return _line_format(self)
 
+    @property
+    def group_by_dims(self) -> tuple[tuple[str, str], ...]:
+        """--expect-group-by as (name, source) pairs; () without it."""
+        if self.expect_group_by is None:
+            return ()
+        try:
+            return parse_group_by(self.expect_group_by)
+        except FormatError as exc:
+            raise ConfigError(str(exc)) from None
+
     def validate(self) -> ProduceSettings:
         if self.shape not in SHAPES:
             raise ConfigError(f"--shape must be one of {', '.join(SHAPES)}, got {self.shape!r}")
@@ -510,6 +526,17 @@ class ProduceSettings(_Settings):
             path = Path(self.file)
             if not path.is_file() or not os.access(path, os.R_OK):
                 raise ConfigError(f"--file {self.file}: no such readable file")
+        if self.dimensions and self.synthetic is None:
+            raise ConfigError("--dimensions is what --synthetic writes; a --file is loaded as "
+                              "it is")
+        if self.expect_group_by is not None:
+            if self.expect is None or self.synthetic is None:
+                raise ConfigError("--expect-group-by needs --synthetic and --expect: the "
+                                  "generator's own records give the series")
+            try:
+                check_group_by(self.shape, self.group_by_dims, self.dimensions)
+            except FormatError as exc:
+                raise ConfigError(str(exc)) from None
         if self.expect is not None:
             folder = Path(self.expect).resolve().parent
             if not folder.is_dir() or not os.access(folder, os.W_OK):
