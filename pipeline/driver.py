@@ -562,6 +562,7 @@ class Stage:
         m.malformed.inc(len(result.malformed) - late)
         m.late.inc(late)
         m.continuation.inc(result.continuation)
+        m.counted_lines.inc(sum(result.counts.values()))
         m.state_minutes.set(len(self.state.totals))
         m.spark_seconds.observe(spark_s)
         m.commit_seconds.observe(commit_s)
