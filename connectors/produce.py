@@ -15,7 +15,7 @@ from logcount.connectors import kafka_io
 from logcount.core.errors import AuthorizationError, ConfigError, DependencyError
 from logcount.core.settings import ProduceSettings
 from logcount.formats.rule import check_line_regex, counted_minute, minute_label
-from logcount.formats.shapes import SyntheticRecord, synthetic_records
+from logcount.formats.shapes import SeriesCounts, SyntheticRecord, synthetic_records
 from logcount.formats.spec import FormatError, LineFormat
 
 log = logging.getLogger("logcount.produce")
@@ -88,10 +88,12 @@ class _TooLarge:
     size: int = 0
 
 
-def produce_lines(bootstrap: str, topic: str, lines: Iterable[bytes], partitions: int = 4,
+def produce_lines(bootstrap: str, topic: str, lines: Iterable[bytes | tuple[bytes, bytes | None]],
+                  partitions: int = 4,
                   extra: dict[str, str] | None = None,
                   producer_config: dict | None = None) -> int:
-    """Write every line as one record; return how many were written.
+    """Write every line (a value, or a (value, key) pair) as one record; return how many were
+    written.
 
     A line over the topic's (or the producer's) message size limit stops the load before it is
     sent: the lines before it are all written (flushed), and the error says which line it was
@@ -114,10 +116,11 @@ def produce_lines(bootstrap: str, topic: str, lines: Iterable[bytes], partitions
 
     def records():
         for i, line in enumerate(lines, 1):
-            if len(line) > limit:
-                too_large.line_no, too_large.size = i, len(line)
+            value, key = line if isinstance(line, tuple) else (line, None)
+            if len(value) > limit:
+                too_large.line_no, too_large.size = i, len(value)
                 return
-            yield line, None, -1
+            yield value, key, -1
 
     n = deliver_all(Producer(conf), topic, records())
     if too_large.line_no:
@@ -139,6 +142,20 @@ def synthetic_values(records: Iterable[SyntheticRecord], levels: Collection[str]
             key = minute_label(r.minute)
             expected[key] = expected.get(key, 0) + 1
         yield r.value
+
+
+def keyed_values(records: Iterable[SyntheticRecord], levels: Collection[str],
+                 expected: dict[str, int], series: SeriesCounts | None
+                 ) -> Iterator[tuple[bytes, bytes | None]]:
+    """synthetic_values with the records' keys, each counted record also adding to `series`
+    (by what the generator wrote, not by parsing)."""
+    for r in records:
+        if r.minute is not None and r.level in levels:
+            key = minute_label(r.minute)
+            expected[key] = expected.get(key, 0) + 1
+        if series is not None:
+            series.add(r)
+        yield r.value, r.key
 
 
 def file_values(lines: Iterable[bytes], fmt: LineFormat,
@@ -174,7 +191,8 @@ class InputTooLarge(ConfigError):
 def run_produce(s: ProduceSettings) -> int:
     fmt = s.line_format
     expected: dict[str, int] | None = None
-    lines: Iterable[bytes]
+    series: SeriesCounts | None = None
+    lines: Iterable[bytes | tuple[bytes, bytes | None]]
     if s.file is not None:
         lines = file_lines(s.file)
         if s.expect:
@@ -183,8 +201,13 @@ def run_produce(s: ProduceSettings) -> int:
             lines = file_values(lines, fmt, expected)
     else:
         expected = {}
-        records = synthetic_records(s.shape, s.synthetic or 0, s.seed, timezone=s.timezone)
-        lines = synthetic_values(records, fmt.levels, expected)
+        records = synthetic_records(s.shape, s.synthetic or 0, s.seed, timezone=s.timezone,
+                                    dimensions=s.dimensions)
+        if s.dimensions or s.expect_group_by:
+            series = SeriesCounts(s.group_by_dims, fmt.levels) if s.expect_group_by else None
+            lines = keyed_values(records, fmt.levels, expected, series)
+        else:
+            lines = synthetic_values(records, fmt.levels, expected)
     try:
         n = produce_lines(s.bootstrap_servers, s.topic, lines, s.partitions,
                           s.kafka_client_config)
@@ -194,7 +217,8 @@ def run_produce(s: ProduceSettings) -> int:
         # Written whole, then renamed: a reader polling for it (the docker demo's check) never
         # sees half a file.
         tmp = Path(f"{s.expect}.tmp")
-        tmp.write_text(json.dumps(dict(sorted(expected.items())), indent=1))
+        doc = dict(sorted(expected.items())) if series is None else series.document()
+        tmp.write_text(json.dumps(doc, indent=1, ensure_ascii=False))
         tmp.replace(s.expect)
     if expected is None:
         log.info("produced %d lines to %s", n, s.topic)

@@ -563,6 +563,8 @@ class Stage:
         m.records_read.inc(result.records)
         m.malformed.inc(len(result.malformed) - late)
         m.late.inc(late)
+        m.continuation.inc(result.continuation)
+        m.counted_lines.inc(sum(result.counts.values()))
         m.state_minutes.set(len(self.state.totals))
         m.spark_seconds.observe(spark_s)
         m.commit_seconds.observe(commit_s)
@@ -571,7 +573,7 @@ class Stage:
         log.info("%s", BatchLine(
             self.batches, tuple((r.partition, r.start, r.end) for r in result.ranges),
             result.records, len(result.malformed) - late, late, len(change.updates), spark_s,
-            commit_s).text())
+            commit_s, result.continuation if self.fmt.continuation == "skip" else None).text())
 
     def transient_failure(self, failed: _Retry) -> None:
         """Log, back off and let the loop re-plan; give up after too many in a row."""

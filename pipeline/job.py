@@ -100,6 +100,7 @@ class BatchResult:
     malformed: list[MalformedRef] = field(default_factory=list)
     ranges: list[OffsetRange] = field(default_factory=list)  # possibly cut short (see above)
     records: int = 0  # records read in the (final) ranges: counted, other levels, malformed
+    continuation: int = 0  # of them, continuation lines (--continuation-lines skip)
 
 
 class _PlanColumns(NamedTuple):
@@ -121,7 +122,8 @@ def batch_frame(df, fmt: LineFormat, malformed_per_partition: int | None,
     (the +1 tells the caller where to cut); with None, all come back and `rn` is null.
     Columns: p (a malformed line's partition, else null), minute (binary 'YYYY-MM-DD HH:MM'
     from the seed fast path, or null), mi (the minute index from every other path, or null),
-    bad_offset, reason, raw, len, n, rn.
+    bad_offset, reason, raw, len, n, rn; with --continuation-lines skip also cont (true on the
+    group of continuation lines, else null).
     Every per-line step is a built-in expression (logcount/formats/spark.py: JVM code generation, no
     Python per line).
     """
@@ -157,7 +159,7 @@ def _plan_columns(context, fmt: LineFormat, malformed_per_partition: int | None,
     # Every key is a grouping key and count() the only aggregate, so Spark keeps the fast hash
     # aggregation. Only a malformed line keeps its partition: grouped by (partition, minute) the
     # aggregate grew with the partition count. Figures: docs/tuning.md#aggregation-keys
-    keys = (
+    keys: tuple = (
         F.when(bad, F.col("p")).alias("p"),
         F.when(counted, F.col("minute")).alias("minute"),
         F.when(counted, F.col("mi")).alias("mi"),
@@ -166,6 +168,8 @@ def _plan_columns(context, fmt: LineFormat, malformed_per_partition: int | None,
         F.when(bad, F.substring("value", 1, RAW_PREFIX_BYTES)).alias("raw"),
         F.when(bad, F.coalesce(F.length("value"), F.lit(0))).alias("len"),
     )
+    if fmt.continuation == "skip":
+        keys += (F.when(F.col("cont"), F.lit(True)).alias("cont"),)
     n = F.count(F.lit(1)).alias("n")
     if malformed_per_partition is None:
         return _PlanColumns(keys, n, None, F.lit(None).cast("int"))
@@ -267,7 +271,9 @@ def batch_result(rows: Sequence[Mapping], ranges: Sequence[OffsetRange]) -> Batc
     malformed = []
     for r in rows:
         result.records += r["n"]
-        if r["bad_offset"] is not None:
+        if "cont" in getattr(r, "__fields__", r) and r["cont"]:  # a Row, or a Mapping
+            result.continuation += r["n"]
+        elif r["bad_offset"] is not None:
             malformed.append(MalformedRef(r["p"], r["bad_offset"], r["reason"], bytes(r["raw"]),
                                           r["len"]))
         elif r["minute"] is not None or r["mi"] is not None:

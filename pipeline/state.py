@@ -215,13 +215,15 @@ def _partitions(d: Mapping[int, int]) -> str:
 def _refuse_other_counting(old: Identity, want: Wanted) -> None:
     """A counting setting other than the state's: the totals would mix two rules."""
     was, now = dict(old.counting), dict(want.counting)
+    defaults = LineFormat().identity()  # a setting at its default is not stored
     for flag in sorted(set(was) | set(now)):
         if was.get(flag) != now.get(flag):
-            def shown(v: str | None) -> str:
-                return "(not set)" if v is None else repr(v)
+            a, b = (x if x is not None else defaults.get(flag) for x in (was.get(flag),
+                                                                          now.get(flag)))
             raise StateRefused(
-                f"output topic {want.output_topic} was counted with {flag} {shown(was.get(flag))}, "
-                f"this start has {shown(now.get(flag))}: the totals would mix both; use a new "
+                f"output topic {want.output_topic} was counted with {flag} "
+                f"{'(not set)' if a is None else repr(a)}, this start has "
+                f"{'(not set)' if b is None else repr(b)}: the totals would mix both; use a new "
                 f"--output-topic (and group) for the new setting")
 
 

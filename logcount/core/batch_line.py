@@ -3,6 +3,8 @@ and the tests, with one format and one parser.
 
     batch N committed: offsets p0:S-E p1:S-E; records R, malformed M, late L, minutes touched T,
         spark 0.12s, commit 0.018s
+    (with --continuation-lines skip, ", continuation C" after the late count: lines of R that
+    continued the event before them)
     stage stopped after N batches: R records committed in 1.23s from the first plan to the last
         commit (R/s records/s)
 """
@@ -23,11 +25,13 @@ class BatchLine:
     minutes_touched: int
     spark_s: float
     commit_s: float
+    continuation: int | None = None  # None: --continuation-lines dlq (not shown)
 
     def text(self) -> str:
         offsets = " ".join(f"p{p}:{s}-{e}" for p, s, e in self.ranges) or "-"
+        cont = "" if self.continuation is None else f", continuation {self.continuation}"
         return (f"batch {self.batch} committed: offsets {offsets}; records {self.records}, "
-                f"malformed {self.malformed}, late {self.late}, minutes touched "
+                f"malformed {self.malformed}, late {self.late}{cont}, minutes touched "
                 f"{self.minutes_touched}, spark {self.spark_s:.2f}s, commit {self.commit_s:.3f}s")
 
 
@@ -46,7 +50,7 @@ class ClosingLine:
 
 _BATCH = re.compile(
     r"batch (\d+) committed: offsets (\S.*?); records (\d+), malformed (\d+), late (\d+), "
-    r"minutes touched (\d+), spark ([\d.]+)s, commit ([\d.]+)s")
+    r"(?:continuation (\d+), )?minutes touched (\d+), spark ([\d.]+)s, commit ([\d.]+)s")
 _RANGE = re.compile(r"p(\d+):(\d+)-(\d+)")
 _CLOSING = re.compile(r"stage stopped after (\d+) batches: (\d+) records committed in ([\d.]+)s")
 
@@ -57,8 +61,8 @@ def parse_batch_line(line: str) -> BatchLine | None:
     if m is None:
         return None
     ranges = tuple((int(p), int(s), int(e)) for p, s, e in _RANGE.findall(m[2]))
-    return BatchLine(int(m[1]), ranges, int(m[3]), int(m[4]), int(m[5]), int(m[6]),
-                     float(m[7]), float(m[8]))
+    return BatchLine(int(m[1]), ranges, int(m[3]), int(m[4]), int(m[5]), int(m[7]),
+                     float(m[8]), float(m[9]), None if m[6] is None else int(m[6]))
 
 
 def parse_closing_line(line: str) -> ClosingLine | None:

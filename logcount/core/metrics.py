@@ -62,6 +62,11 @@ class StageMetrics:
                                  registry=r)
         self.late = Counter("logcount_late_records", "lines older than --lateness-horizon, sent "
                             "to the DLQ as 'late'", registry=r)
+        self.counted_lines = Counter("logcount_counted_lines", "lines counted (of --level), "
+                                     "once their transaction committed", registry=r)
+        self.continuation = Counter("logcount_continuation_lines", "stack-trace continuation "
+                                    "lines taken as part of the event before them "
+                                    "(--continuation-lines skip)", registry=r)
         self.state_minutes = Gauge("logcount_state_minutes", "minute totals held in memory",
                                    registry=r)
         self.lag = Gauge("logcount_input_lag_records", "input lag (last stable offset - committed)",

@@ -5,8 +5,9 @@ generated records and generated --time-pattern patterns; a pattern is read by
 logcount/formats/pattern.py, java.time's own parser in Python.
 
 A minute is an int, minutes since 0001-01-01 00:00 UTC (the state's minute index). Outcomes:
-`Parsed(minute, level)` (counted when `level` is one of the format's levels) or
-`Malformed(reason)`.
+`Parsed(minute, level)` (counted when `level` is one of the format's levels),
+`Malformed(reason)`, or with `--continuation-lines skip` `CONTINUED` (a stack trace's
+continuation line, CONTINUATION: neither counted nor malformed).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from zoneinfo import ZoneInfo
 
 from logcount.formats.spec import EPOCH_MINUTE, MINUTE_END, FormatError, LineFormat, TimePattern
 
-__all__ = ["Parsed", "Malformed", "parse_record", "counted_minute", "expected_counts",
+__all__ = ["Parsed", "Malformed", "Continued", "CONTINUED", "CONTINUATION", "is_continuation",
+           "parse_record", "counted_minute", "expected_counts",
            "check_line_regex",
            "minute_label",
            "REASON_EMPTY", "REASON_FORMAT", "REASON_TIMESTAMP", "REASON_RANGE", "REASON_LATE",
@@ -57,6 +59,24 @@ _ISO = re.compile(r"(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,]\d{
                   r"(Z|[+-]\d{2}:?\d{2})?", re.ASCII)
 _EPOCH_SECONDS_BELOW = 1e11  # epoch seconds below 10^11 (year 5138), milliseconds above
 
+# --continuation-lines skip: a line the line rule refuses that is empty or matches this is part
+# of the event before it (docs/contract.md lists it). A Java regex (the plan's rlike) that Python
+# reads alike: ASCII classes, \z its only end (Python's \Z).
+_NAME = r"[A-Za-z_$][A-Za-z0-9_$]*"
+CONTINUATION = (
+    r"^(?:[ \t]"  # JVM frames, '\tCaused by:', '\t... 12 more', Python's '  File ...'
+    r"|Caused by:|Suppressed:"  # Java's chained and suppressed exceptions
+    r"|\.\.\. ?[0-9]+ (?:more|common frames omitted)"  # JVM and Logback, unindented
+    r'|Exception in thread "'  # the JVM's uncaught exception handler
+    r"|Traceback \(most recent call last\):"  # Python
+    r"|During handling of the above exception|The above exception was the direct cause"
+    # An exception's own line ('ValueError: bad', 'java.lang.IllegalStateException: x',
+    # 'KeyboardInterrupt'): a dotted class name, or one ending as exception classes do.
+    rf"|(?:(?:{_NAME}\.)+{_NAME}"
+    r"|(?:[A-Za-z_$][A-Za-z0-9_$]*)?(?:Error|Exception|Exit|Interrupt|Warning|Iteration"
+    r"|Throwable))(?::|\z))")
+_CONTINUATION = re.compile(CONTINUATION.replace(r"\z", r"\Z"), re.ASCII)
+
 
 @dataclass(frozen=True, slots=True)
 class Parsed:
@@ -67,6 +87,14 @@ class Parsed:
 @dataclass(frozen=True, slots=True)
 class Malformed:
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Continued:
+    """A continuation line under --continuation-lines skip (CONTINUATION)."""
+
+
+CONTINUED = Continued()
 
 
 class _Bad(Exception):
@@ -89,8 +117,9 @@ def strip_terminator(raw: bytes) -> bytes:
     return raw
 
 
-def parse_record(raw: bytes, fmt: LineFormat) -> Parsed | Malformed:
-    """One Kafka record value -> Parsed or Malformed, by `fmt`'s rule."""
+def parse_record(raw: bytes, fmt: LineFormat) -> Parsed | Malformed | Continued:
+    """One Kafka record value -> Parsed, Malformed or (with --continuation-lines skip)
+    CONTINUED, by `fmt`'s rule."""
     try:
         if fmt.kind in ("default", "regex"):
             return _line(raw, fmt)
@@ -124,7 +153,24 @@ def expected_counts(records: Iterable[bytes], fmt: LineFormat) -> dict[str, int]
 # --- text lines -------------------------------------------------------------------------------
 
 
-def _line(raw: bytes, fmt: LineFormat) -> Parsed:
+def _line(raw: bytes, fmt: LineFormat) -> Parsed | Continued:
+    if fmt.continuation == "dlq":
+        return _log_line(raw, fmt)
+    try:
+        return _log_line(raw, fmt)
+    except _Bad:
+        if is_continuation(strip_terminator(raw)):
+            return CONTINUED
+        raise
+
+
+def is_continuation(line: bytes) -> bool:
+    """Whether a line (its terminator stripped) that the line rule refused is a continuation:
+    empty, or matching CONTINUATION (on the text as Spark decodes it)."""
+    return not line or _CONTINUATION.match(line.decode("utf-8", "replace")) is not None
+
+
+def _log_line(raw: bytes, fmt: LineFormat) -> Parsed:
     line = strip_terminator(raw)
     if not line:
         raise _Bad(REASON_EMPTY)

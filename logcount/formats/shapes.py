@@ -19,16 +19,19 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
+from typing import TypeVar
 from zoneinfo import ZoneInfo
 
 from logcount.formats.rule import minute_label
-from logcount.formats.spec import check_timezone
+from logcount.formats.spec import FormatError, check_timezone
 
-__all__ = ["SHAPES", "RUN_FLAGS", "ZONELESS", "SyntheticRecord", "synthetic_records",
-           "synthetic_lines", "expected_from_records"]
+__all__ = ["SHAPES", "RUN_FLAGS", "TRACE_SHAPES", "ZONELESS", "DIMENSIONS", "SyntheticRecord",
+           "synthetic_records", "synthetic_lines", "expected_from_records", "parse_group_by",
+           "check_group_by", "SeriesCounts"]
 
 # log4j2's default PatternLayout: %d{yyyy-MM-dd HH:mm:ss.SSS} [%t] %-5level %logger{36} - %msg%n
 _LOG4J2 = r"(?<time>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}[.,]\d{1,9}) \[[^\]]*\] +(?<level>[A-Za-z]+)"
@@ -58,6 +61,9 @@ RUN_FLAGS: dict[str, tuple[str, ...]] = {
     "pino": ("--json-time-field", "time", "--json-level-field", "level", "--level", "50,60"),
 }
 SHAPES = tuple(RUN_FLAGS)
+# Shapes of programs that log stack traces (the JVM's, Python's): README's recipe for each adds
+# --continuation-lines skip to RUN_FLAGS (which the synthetic generator's counts are made for).
+TRACE_SHAPES = frozenset({"kafka", "log4j2", "python", "spark"})
 # Shapes whose times name no zone: written in the generator's `timezone`, read with --timezone.
 ZONELESS = frozenset({"seed", "kafka", "log4j2", "python", "spark", "mariadb", "filebeat",
                       "fluentbit"})
@@ -70,6 +76,9 @@ class SyntheticRecord:
     value: bytes
     minute: int | None  # the UTC minute index (logcount/formats/rule.py), drawn before rendering
     level: str | None  # upper-cased, as --level compares it ("ERROR", pino's "50")
+    # With dimensions (DIMENSIONS): the record's key, and the value written at each source.
+    key: bytes | None = None
+    fields: dict[str, str] | None = None
 
 
 def expected_from_records(records: Iterable[SyntheticRecord],
@@ -83,22 +92,113 @@ def expected_from_records(records: Iterable[SyntheticRecord],
     return {minute_label(m): n for m, n in sorted(out.items())}
 
 
+# --- per-series expectations (produce --expect-group-by) --------------------------------------
+
+_DIM_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_RESERVED = ("log_time", "log_count")
+MAX_DIMS = 3
+
+
+def parse_group_by(text: str, flag: str = "--expect-group-by") -> tuple[tuple[str, str], ...]:
+    """'host=host.name,level' -> (('host', 'host.name'), ('level', 'level')): DIM is SOURCE or
+    NAME=SOURCE, NAME defaulting to the source's last path segment, as run's --group-by."""
+    dims: list[tuple[str, str]] = []
+    for item in (t.strip() for t in text.split(",")):
+        name, sep, source = item.partition("=")
+        name, source = (name.strip(), source.strip()) if sep else (item.split(".")[-1], item)
+        if not source or any(not p for p in source.split(".")):
+            raise FormatError(f"{flag}: {item!r} names no source (a field path, a --line-regex "
+                              f"group, level or key)")
+        if not _DIM_NAME.fullmatch(name) or name in _RESERVED:
+            raise FormatError(f"{flag}: the name {name!r} of {item!r} must be letters, digits "
+                              f"and _, starting with a letter, and not {' or '.join(_RESERVED)}")
+        if name in (n for n, _ in dims):
+            raise FormatError(f"{flag}: the name {name!r} is given twice")
+        dims.append((name, source))
+    if len(dims) > MAX_DIMS:
+        raise FormatError(f"{flag}: at most {MAX_DIMS} dimensions, got {len(dims)}")
+    return tuple(dims)
+
+
+def check_group_by(shape: str, dims: Iterable[tuple[str, str]], dimensions: bool) -> None:
+    """Each source must be one the generator writes for `shape` (DIMENSIONS, level, key): it
+    knows those values without parsing; any other it cannot vouch for."""
+    for name, source in dims:
+        if source == "level":
+            continue
+        known = ("key", *DIMENSIONS[shape])
+        if source not in known:
+            raise FormatError(f"--expect-group-by {name}={source}: --shape {shape} writes "
+                              f"{', '.join(known)} (and level)")
+        if not dimensions:
+            raise FormatError(f"--expect-group-by {name}={source}: the records have dimensions "
+                              f"only with --dimensions")
+
+
+class SeriesCounts:
+    """Per (minute, dimension values) counts of the records of `levels`, from what the generator
+    wrote (SyntheticRecord.key and .fields); a source it did not write is ''."""
+
+    def __init__(self, dims: Sequence[tuple[str, str]], levels: Iterable[str]) -> None:
+        self.dims = tuple(dims)
+        self.levels = {lv.upper() for lv in levels}
+        self.counts: dict[tuple[int, tuple[str, ...]], int] = {}
+
+    def add(self, r: SyntheticRecord) -> None:
+        if r.minute is None or r.level not in self.levels:
+            return
+        values = tuple(self._value(r, source) for _, source in self.dims)
+        k = (r.minute, values)
+        self.counts[k] = self.counts.get(k, 0) + 1
+
+    @staticmethod
+    def _value(r: SyntheticRecord, source: str) -> str:
+        if source == "level":
+            return r.level or ""
+        if source == "key":
+            return "" if r.key is None else r.key.decode("utf-8", "replace")
+        return (r.fields or {}).get(source, "")
+
+    def document(self) -> dict:
+        """The --expect file (README, produce): the grouping, then one entry per series and
+        minute, sorted by minute, then by the values."""
+        return {"group_by": {n: s for n, s in self.dims}, "levels": ",".join(sorted(self.levels)),
+                "series": [{"minute": minute_label(m), "dims": dict(zip(
+                    (n for n, _ in self.dims), values, strict=True)), "count": c}
+                           for (m, values), c in sorted(self.counts.items())]}
+
+
 _BASE = datetime(2017, 7, 30)  # the synthetic day, naive UTC
+T = TypeVar("T")
 
 
 def synthetic_records(shape: str, n: int, seed: int, malformed_ratio: float = 0.01,
                       timezone: str = "UTC", span_minutes: int = 24 * 60,
-                      start: datetime = _BASE) -> Iterator[SyntheticRecord]:
+                      start: datetime = _BASE, dimensions: bool = False
+                      ) -> Iterator[SyntheticRecord]:
     """`n` records of `shape` over `span_minutes` from `start` (naive UTC), in random order,
     about `malformed_ratio` of them malformed. Zone-less shapes are written in `timezone`'s local
-    time (an IANA name, UTC or ±HH:MM), the others carry their own zone or epoch number."""
+    time (an IANA name, UTC or ±HH:MM), the others carry their own zone or epoch number.
+    With `dimensions`, each record comes from one service of a fleet (_Fleet: keyed by it, its
+    host, namespace, container and logger written where the shape writes them) and says what
+    it wrote (SyntheticRecord.key and .fields); without, the records are those of before."""
     if shape not in RUN_FLAGS:
         raise ValueError(f"unknown shape {shape!r}; one of {', '.join(SHAPES)}")
     tz = _tzinfo(check_timezone(timezone))
     rng = random.Random(seed)
+    if dimensions:
+        yield from _with_dimensions(shape, n, seed, malformed_ratio, timezone, span_minutes,
+                                    start)
+        return
     if shape == "seed":
         yield from _seed(rng, n, malformed_ratio, span_minutes * 60, tz, start)
         return
+    yield from _records(shape, rng, n, malformed_ratio, tz, span_minutes, start, None)
+
+
+def _records(shape: str, rng: random.Random, n: int, malformed_ratio: float, tz: tzinfo,
+             span_minutes: int, start: datetime, fleet: _Fleet | None
+             ) -> Iterator[SyntheticRecord]:
     render, levels, malformed = _SHAPE_TABLE[shape]
     words = [w for w, _ in levels]
     weights = [wt for _, wt in levels]
@@ -115,8 +215,32 @@ def synthetic_records(shape: str, n: int, seed: int, malformed_ratio: float = 0.
                 break  # a zone-less time that repeats (DST's fall-back hour) is drawn again
         word = rng.choices(words, weights)[0]
         msg = _MESSAGES[rng.randrange(len(_MESSAGES))]
-        value = render(_Ctx(rng, instant, local, tz, word, msg, i))
-        yield SyntheticRecord(value, _minute_index(instant), word.upper())
+        if fleet is None:
+            value = render(_Ctx(rng, instant, local, tz, word, msg, i))
+            yield SyntheticRecord(value, _minute_index(instant), word.upper())
+        else:
+            ctx = _Ctx(rng, instant, local, tz, word, msg, i, fleet, fleet.member())
+            value = render(ctx)
+            yield SyntheticRecord(value, _minute_index(instant), word.upper(),
+                                  ctx.who("service").encode(), ctx.fields)
+
+
+def _with_dimensions(shape: str, n: int, seed: int, malformed_ratio: float, timezone: str,
+                     span_minutes: int, start: datetime) -> Iterator[SyntheticRecord]:
+    """synthetic_records with a fleet: its draws come from a generator of their own, so the
+    times, levels and messages are those the same seed draws without dimensions."""
+    tz = _tzinfo(timezone)
+    rng = random.Random(seed)
+    fleet = _Fleet(random.Random(f"dimensions:{seed}"))
+    if shape != "seed":
+        yield from _records(shape, rng, n, malformed_ratio, tz, span_minutes, start, fleet)
+        return
+    for r in _seed(rng, n, malformed_ratio, span_minutes * 60, tz, start):
+        if r.minute is None:
+            yield r
+        else:  # the seed line has no field: only the key says where it came from
+            yield SyntheticRecord(r.value, r.minute, r.level,
+                                  fleet.member()["service"].encode(), {})
 
 
 def synthetic_lines(n: int, seed: int, malformed_ratio: float = 0.01,
@@ -228,6 +352,65 @@ _HOSTS = ("web-1", "web-2", "worker-7")
 _LOGGERS = ("com.example.OrderService", "o.a.k.clients.NetworkClient", "c.e.db.Pool")
 
 
+# --- dimensions: a fleet of services, a few of them busy ---------------------------------------
+
+# (service, its namespace), busiest first; nodes the pods run on; loggers per kind of program.
+_SERVICES = (("checkout", "shop"), ("orders", "shop"), ("payments", "billing"),
+             ("catalog", "shop"), ("search", "discovery"), ("auth", "platform"), ("cart", "shop"),
+             ("shipping", "logistics"), ("recommend", "discovery"), ("email", "platform"),
+             ("inventory", "logistics"), ("gateway", "platform"))
+_NODES = tuple(f"node-{k}" for k in range(1, 9))
+_JAVA_LOGGERS = ("com.example.OrderService", "o.a.k.clients.NetworkClient", "c.e.db.Pool",
+                 "org.hibernate.SQL", "com.example.http.Server", "io.netty.channel.Epoll",
+                 "com.zaxxer.hikari.HikariPool", "org.springframework.web.Dispatcher")
+_PY_LOGGERS = ("app.db", "urllib3.connectionpool", "root", "celery.worker", "app.api",
+               "sqlalchemy.engine", "gunicorn.error", "app.billing")
+_KAFKA_LOGGERS = ("kafka.server.ReplicaManager", "kafka.log.LogCleaner",
+                  "kafka.coordinator.group.GroupCoordinator", "kafka.network.Processor",
+                  "kafka.controller.KafkaController", "kafka.server.KafkaApis")
+_SPARK_CLASSES = ("SparkContext", "TaskSetManager", "Executor", "BlockManagerInfo", "DAGScheduler",
+                  "ShuffleBlockFetcherIterator", "MemoryStore")
+_GO_LOGGERS = ("http", "db", "cache", "grpc.server", "scheduler")
+# Zipf's exponent: with it the busiest of 12 services writes a third of the lines, the last 2 %.
+ZIPF_S = 1.1
+# The sources each shape writes with dimensions (besides `level` and `key`, which every shape
+# has): field paths of the JSON shapes, the `logger` a --line-regex group can take in the text
+# ones. Filebeat's are its add_kubernetes_metadata names, Fluent Bit's its kubernetes filter's.
+DIMENSIONS: dict[str, tuple[str, ...]] = {
+    "seed": (), "kafka": ("logger",), "rfc3339": (), "log4j2": ("logger",),
+    "python": ("logger",), "spark": ("logger",), "mariadb": (),
+    "filebeat": ("host.name", "kubernetes.namespace", "kubernetes.container.name",
+                 "kubernetes.pod.name"),
+    "fluentbit": ("kubernetes.namespace_name", "kubernetes.container_name",
+                  "kubernetes.pod_name", "kubernetes.host"),
+    "logstash": ("logger_name",), "ecs-dotted": ("service.name", "host.name", "log.logger"),
+    "ecs-nested": ("service.name", "host.name", "log.logger"), "zap": ("logger",),
+    "pino": ("hostname",),
+}
+
+
+class _Fleet:
+    """Where a record comes from: a service (Zipf over _SERVICES), its namespace, a node (Zipf),
+    its container (a sidecar's now and then) and pod, drawn from the fleet's own generator."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self._weights: dict[int, list[float]] = {}
+
+    def zipf(self, seq: Sequence[T]) -> T:
+        w = self._weights.get(len(seq))
+        if w is None:
+            w = self._weights[len(seq)] = [1 / k ** ZIPF_S for k in range(1, len(seq) + 1)]
+        return self.rng.choices(seq, w)[0]
+
+    def member(self) -> dict[str, str]:
+        service, namespace = self.zipf(_SERVICES)
+        sidecar = self.rng.random() < 0.1
+        return {"service": service, "namespace": namespace, "host": self.zipf(_NODES),
+                "container": "istio-proxy" if sidecar else service,
+                "pod": f"{service}-7d9f{len(service):x}c-{self.rng.randrange(3)}"}
+
+
 @dataclass(frozen=True, slots=True)
 class _Ctx:
     """What a renderer writes: the instant (naive UTC, microseconds), its local time in the
@@ -241,11 +424,28 @@ class _Ctx:
     word: str
     msg: str
     i: int
+    fleet: _Fleet | None = None  # with dimensions: where this record's dimensions come from
+    member: dict[str, str] | None = None  # the fleet's service, host, namespace... it is from
+    fields: dict[str, str] = field(default_factory=dict)  # source -> the value written there
 
     @property
     def lt(self) -> datetime:
         assert self.local is not None
         return self.local
+
+    def who(self, role: str) -> str:
+        assert self.member is not None
+        return self.member[role]
+
+    def dim(self, source: str, default: str, pick: tuple[str, ...] = (),
+            role: str | None = None) -> str:
+        """Without dimensions, `default` (the renderer's own draw); with them, the member's
+        `role` or a Zipf draw from `pick`, kept in `fields` under `source`."""
+        if self.fleet is None:
+            return default
+        got = self.who(role) if role is not None else self.fleet.zipf(pick)
+        self.fields[source] = got
+        return got
 
 
 def _js(obj: object) -> bytes:
@@ -254,8 +454,9 @@ def _js(obj: object) -> bytes:
 
 def _kafka(c: _Ctx) -> bytes:
     # log4j 1 in Kafka's config/log4j.properties: [%d] %p %m (%c)%n
-    where = c.rng.choice(("kafka.server.ReplicaManager", "kafka.log.LogCleaner",
-                          "kafka.coordinator.group.GroupCoordinator"))
+    where = c.dim("logger", c.rng.choice(("kafka.server.ReplicaManager", "kafka.log.LogCleaner",
+                                          "kafka.coordinator.group.GroupCoordinator")),
+                  _KAFKA_LOGGERS)
     return (f"[{c.lt:%Y-%m-%d %H:%M:%S},{c.lt.microsecond // 1000:03d}] {c.word} "
             f"[Broker id=1] {c.msg} id={c.i} ({where})").encode()
 
@@ -281,18 +482,21 @@ def _rfc3339(c: _Ctx) -> bytes:
 def _log4j2(c: _Ctx) -> bytes:
     thread = c.rng.choice(("main", "http-nio-8080-exec-3", "pool-2-thread-1",
                            "kafka-producer-network-thread | producer-1"))
+    logger = c.dim("logger", c.rng.choice(_LOGGERS), _JAVA_LOGGERS)
     return (f"{c.lt:%Y-%m-%d %H:%M:%S}.{c.lt.microsecond // 1000:03d} [{thread}] {c.word:<5} "
-            f"{c.rng.choice(_LOGGERS)} - {c.msg} id={c.i}").encode()
+            f"{logger} - {c.msg} id={c.i}").encode()
 
 
 def _python(c: _Ctx) -> bytes:
-    name = c.rng.choice(("app.db", "urllib3.connectionpool", "root", "celery.worker"))
+    name = c.dim("logger", c.rng.choice(("app.db", "urllib3.connectionpool", "root",
+                                         "celery.worker")), _PY_LOGGERS)
     return (f"{c.lt:%Y-%m-%d %H:%M:%S},{c.lt.microsecond // 1000:03d} - {name} - {c.word} - "
             f"{c.msg} id={c.i}").encode()
 
 
 def _spark(c: _Ctx) -> bytes:
-    cls = c.rng.choice(("SparkContext", "TaskSetManager", "Executor", "BlockManagerInfo"))
+    cls = c.dim("logger", c.rng.choice(("SparkContext", "TaskSetManager", "Executor",
+                                        "BlockManagerInfo")), _SPARK_CLASSES)
     return f"{c.lt:%y/%m/%d %H:%M:%S} {c.word} {cls}: {c.msg} id={c.i}".encode()
 
 
@@ -338,8 +542,22 @@ def _app_line(c: _Ctx) -> str:
 def _filebeat(c: _Ctx) -> bytes:
     rng = c.rng
     shipped = _iso_z(c.t + timedelta(milliseconds=rng.randrange(3000)))
-    host = rng.choice(_HOSTS)
-    if rng.random() < 0.5:  # Filebeat
+    host = c.dim("host.name", rng.choice(_HOSTS), role="host")
+    filebeat = rng.random() < 0.5
+    if c.fleet is not None:  # Filebeat on Kubernetes, with add_kubernetes_metadata
+        return _js({"@timestamp": shipped,
+                    "@metadata": {"beat": "filebeat", "type": "_doc", "version": "8.11.0"},
+                    "log": {"offset": c.i * 97, "file": {"path": "/var/log/app/app.log"}},
+                    "message": _app_line(c), "input": {"type": "container"},
+                    "kubernetes": {
+                        "namespace": c.dim("kubernetes.namespace", "", role="namespace"),
+                        "pod": {"name": c.dim("kubernetes.pod.name", "", role="pod")},
+                        "container": {"name": c.dim("kubernetes.container.name", "",
+                                                    role="container")},
+                        "node": {"name": host}},
+                    "host": {"name": host}, "agent": {"type": "filebeat", "version": "8.11.0"},
+                    "ecs": {"version": "8.0.0"}})
+    if filebeat:
         return _js({"@timestamp": shipped,
                     "@metadata": {"beat": "filebeat", "type": "_doc", "version": "8.11.0"},
                     "log": {"offset": c.i * 97, "file": {"path": "/var/log/app/app.log"}},
@@ -355,7 +573,17 @@ def _fluentbit(c: _Ctx) -> bytes:
     line = _app_line(c) + ("\r\n" if rng.random() < 0.05 else "\n")
     stream = rng.choice(("stdout", "stderr"))
     docker_time = _iso_z(c.t, 6)[:-1] + f"{rng.randrange(1000):03d}Z"
-    if rng.random() < 0.5:  # Docker's json-file log, as is
+    docker = rng.random() < 0.5
+    if c.fleet is not None:  # the kubernetes filter's metadata
+        return _js({"@timestamp": round(c.t.replace(tzinfo=UTC).timestamp(), 3), "log": line,
+                    "stream": stream, "time": docker_time, "kubernetes": {
+                        "pod_name": c.dim("kubernetes.pod_name", "", role="pod"),
+                        "namespace_name": c.dim("kubernetes.namespace_name", "",
+                                                role="namespace"),
+                        "container_name": c.dim("kubernetes.container_name", "",
+                                                role="container"),
+                        "host": c.dim("kubernetes.host", "", role="host")}})
+    if docker:  # Docker's json-file log, as is
         return _js({"log": line, "stream": stream, "time": docker_time})
     return _js({"@timestamp": round(c.t.replace(tzinfo=UTC).timestamp(), 3), "log": line,
                 "stream": stream, "time": docker_time,
@@ -375,36 +603,47 @@ def _logstash(c: _Ctx) -> bytes:
     stamp = f"{aware:%Y-%m-%dT%H:%M:%S}" + (f".{frac}" if frac else "")
     stamp += "Z" if minutes == 0 else _offset_text(minutes)
     return _js({"@timestamp": stamp, "@version": "1", "message": c.msg,
-                "logger_name": c.rng.choice(_LOGGERS), "thread_name": "main", "level": c.word,
+                "logger_name": c.dim("logger_name", c.rng.choice(_LOGGERS), _JAVA_LOGGERS),
+                "thread_name": "main", "level": c.word,
                 "level_value": _LEVEL_VALUES[c.word]})
 
 
 def _ecs_dotted(c: _Ctx) -> bytes:
     # ecs-logging (Java writes ERROR, Python and Node.js error): dotted keys at the top level.
-    return _js({"@timestamp": _iso_z(c.t), "log.level": c.word, "message": c.msg,
-                "ecs.version": "1.2.0", "service.name": "orders", "event.dataset": "orders.log",
-                "process.thread.name": "main", "log.logger": c.rng.choice(_LOGGERS)})
+    service = c.dim("service.name", "orders", role="service")
+    obj = {"@timestamp": _iso_z(c.t), "log.level": c.word, "message": c.msg,
+           "ecs.version": "1.2.0", "service.name": service, "event.dataset": f"{service}.log",
+           "process.thread.name": "main",
+           "log.logger": c.dim("log.logger", c.rng.choice(_LOGGERS), _JAVA_LOGGERS)}
+    if c.fleet is not None:
+        obj["host.name"] = c.dim("host.name", "", role="host")
+    return _js(obj)
 
 
 def _ecs_nested(c: _Ctx) -> bytes:
     # ECS as Filebeat or Elastic Agent nest it: {"log": {"level": ...}}.
-    return _js({"@timestamp": _iso_z(c.t), "log": {"level": c.word, "logger": "orders"},
-                "message": c.msg, "ecs": {"version": "8.11.0"}, "service": {"name": "orders"},
-                "host": {"name": c.rng.choice(_HOSTS)}})
+    return _js({"@timestamp": _iso_z(c.t),
+                "log": {"level": c.word, "logger": c.dim("log.logger", "orders", _JAVA_LOGGERS)},
+                "message": c.msg, "ecs": {"version": "8.11.0"},
+                "service": {"name": c.dim("service.name", "orders", role="service")},
+                "host": {"name": c.dim("host.name", c.rng.choice(_HOSTS), role="host")}})
 
 
 def _zap(c: _Ctx) -> bytes:
     # zap's production encoder: ts as float epoch seconds (the shortest form, as Go's strconv
     # writes it), lower-case levels.
     us = (c.t - datetime(1970, 1, 1)) // timedelta(microseconds=1)
-    return _js({"level": c.word, "ts": us / 1e6, "caller": "server/handler.go:142",
-                "msg": c.msg, "request_id": f"{c.i:08x}"})
+    obj: dict[str, object] = {"level": c.word, "ts": us / 1e6}
+    if c.fleet is not None:  # a named logger (zap's Named)
+        obj["logger"] = c.dim("logger", "", _GO_LOGGERS)
+    obj.update({"caller": "server/handler.go:142", "msg": c.msg, "request_id": f"{c.i:08x}"})
+    return _js(obj)
 
 
 def _pino(c: _Ctx) -> bytes:
     ms = (c.t - datetime(1970, 1, 1)) // timedelta(milliseconds=1)
-    return _js({"level": int(c.word), "time": ms, "pid": 4242, "hostname": c.rng.choice(_HOSTS),
-                "msg": c.msg})
+    return _js({"level": int(c.word), "time": ms, "pid": 4242,
+                "hostname": c.dim("hostname", c.rng.choice(_HOSTS), role="host"), "msg": c.msg})
 
 
 # Malformed records: realistic ways each shape goes wrong. A line shape meets stack traces,

@@ -5,7 +5,9 @@ and minute, in Spark SQL built-ins only (JVM code generation, no Python per row)
 The pure twin is logcount/formats/rule.py; both follow its reasons and their order. Columns of
 `line_frame(df, fmt)`: p, offset, value, reason (null when well formed), counted, minute (binary
 'YYYY-MM-DD HH:MM' from the seed fast path, else null) and mi (the UTC minute index from every
-other path, else null). Exactly one of minute and mi is set on a counted line.
+other path, else null). Exactly one of minute and mi is set on a counted line. With
+`--continuation-lines skip` a last column, cont, is true on a continuation line (reason null,
+counted false).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import functools
 
 from logcount.formats.rule import (
+    CONTINUATION,
     DEFAULT_LINE,
     ISO_TIME,
     REASON_EMPTY,
@@ -72,10 +75,12 @@ def _stages(context, fmt: LineFormat) -> tuple[tuple, ...]:
         is_string = F.schema_of_variant(lf) == "STRING"
         ln = plan.let(ln=F.when(is_string, F.try_variant_get(lf, "$", "string")
                                 .cast("binary")))["ln"]
-        reason, counted, minute, mi = _line_rule(plan, ln, fmt, fast=False)
+        reason, counted, minute, mi, cont = _line_rule(plan, ln, fmt, fast=False)
         reason = (F.when(j.isNull(), F.lit(REASON_NOT_JSON))
                   .when(ln.isNull(), F.lit(REASON_LINE_FIELD)).otherwise(reason))
-        return plan.finish(reason.alias("reason"), counted, minute, mi)
+        if cont is not None:  # only a line read out of its envelope can continue an event
+            cont = j.isNotNull() & ln.isNotNull() & cont
+        return plan.finish(reason.alias("reason"), counted, minute, mi, cont)
     c = plan.let(tf=_field(j, fmt.json_time_field), lvf=_field(j, fmt.json_level_field))
     return plan.finish(*_structured(plan, j, c["tf"], c["lvf"], fmt))
 
@@ -98,9 +103,11 @@ class _Plan:
         self.names += list(exprs)
         return {n: F.col(n) for n in exprs}
 
-    def finish(self, reason, counted, minute, mi) -> tuple[tuple, ...]:
+    def finish(self, reason, counted, minute, mi, cont=None) -> tuple[tuple, ...]:
+        last = () if cont is None else (cont.alias("cont"),)
         self.stages.append(("p", "offset", "value", reason.alias("reason"),
-                            counted.alias("counted"), minute.alias("minute"), mi.alias("mi")))
+                            counted.alias("counted"), minute.alias("minute"), mi.alias("mi"),
+                            *last))
         return tuple(self.stages)
 
 
@@ -139,7 +146,8 @@ def _field(j, path: str | None):
 
 
 def _line_rule(plan: _Plan, ln, fmt: LineFormat, fast: bool):
-    """A text line (binary column) -> reason, counted, minute, mi columns.
+    """A text line (binary column) -> reason, counted, minute, mi, cont columns (cont: None
+    unless --continuation-lines skip).
 
     Only the costly values (the regex's match, the parsed time) get a select of their own;
     the cheap ones are written where they are used. With the seed fast path every general
@@ -188,8 +196,17 @@ def _line_rule(plan: _Plan, ln, fmt: LineFormat, fast: bool):
               .when(out_of_range, F.lit(REASON_RANGE))
               .when(no_level, F.lit(REASON_NO_LEVEL)))
     counted = F.upper(level).isin(*fmt.levels)
+    cont = None
+    if fmt.continuation == "skip":
+        # Only a refused line can be a continuation (rule.CONTINUATION): a select of its own
+        # so the reason is computed once, and the regex runs on refused lines only.
+        r = plan.let(r=reason)["r"]
+        empty = F.coalesce(F.length(line), F.lit(0)) == 0
+        cont = plan.let(cont=r.isNotNull() & (empty | F.coalesce(text.rlike(CONTINUATION),
+                                                                 F.lit(False))))["cont"]
+        reason, counted = F.when(~cont, r), ~cont & counted
     if not fast:
-        return reason, counted, F.lit(None).cast("binary"), mi
+        return reason, counted, F.lit(None).cast("binary"), mi, cont
     v = ln
 
     def part(pos: int, length: int):
@@ -223,7 +240,7 @@ def _line_rule(plan: _Plan, ln, fmt: LineFormat, fast: bool):
         fast_counted = hit if fast_counted is None else fast_counted | hit
     return (F.when(head, F.when(~time_ok, F.lit(REASON_TIMESTAMP))).otherwise(reason),
             F.when(head, fast_counted).otherwise(counted),
-            F.when(head, part(1, 16)), F.when(~head, mi))
+            F.when(head, part(1, 16)), F.when(~head, mi), cont)
 
 
 def _read_time(plan: _Plan, stamp, fmt: LineFormat, iso_checked: bool):

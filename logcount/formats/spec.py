@@ -6,7 +6,8 @@ A format says how to get a record's time and level:
 - `--json-line-field` (a JSON object whose string field is the line, then one of the above),
 - `--json-time-field` with `--json-level-field` (structured JSON logs).
 `--time-pattern` reads a time that is not ISO 8601, `--timezone` places times without a zone,
-`--level` is the comma-separated list of levels counted. All of it is the state's identity
+`--level` is the comma-separated list of levels counted, `--continuation-lines` what becomes of a
+stack trace's continuation lines (rule.CONTINUATION). All of it is the state's identity
 (`identity()`): totals counted under one format must never be continued under another.
 
 The pure twin of the rule is logcount/formats/rule.py, the Spark plan logcount/formats/spark.py;
@@ -24,7 +25,8 @@ from datetime import date
 from logcount.formats import pattern as _pat
 
 __all__ = ["FormatError", "LineFormat", "DEFAULT_LEVELS", "EPOCH_MINUTE", "MINUTE_END",
-           "parse_levels", "parse_field_path", "check_timezone", "java_regex_groups", "TimePattern"]
+           "parse_levels", "parse_field_path", "check_timezone", "java_regex_groups", "TimePattern",
+           "CONTINUATION_MODES"]
 
 
 
@@ -34,6 +36,8 @@ class FormatError(ValueError):
 
 
 DEFAULT_LEVELS = ("ERROR",)
+# --continuation-lines: "dlq" (a continuation line is malformed, as before the flag) or "skip".
+CONTINUATION_MODES = ("dlq", "skip")
 # Minutes since 0001-01-01 00:00 (the state's minute index, pipeline/totals.py) of the Unix epoch,
 # and one past the last minute of 9999-12-31: a record's UTC minute must lie in [0, MINUTE_END).
 EPOCH_MINUTE = (date(1970, 1, 1).toordinal() - 1) * 1440
@@ -228,13 +232,18 @@ class LineFormat:
     json_line_field: str | None = None
     json_time_field: str | None = None
     json_level_field: str | None = None
+    continuation: str = "dlq"  # --continuation-lines
 
     @classmethod
     def from_flags(cls, level: str = "ERROR", timezone: str = "UTC",
                    line_regex: str | None = None, time_pattern: str | None = None,
                    json_line_field: str | None = None, json_time_field: str | None = None,
-                   json_level_field: str | None = None) -> LineFormat:
+                   json_level_field: str | None = None,
+                   continuation_lines: str = "dlq") -> LineFormat:
         levels = parse_levels(level)
+        if continuation_lines not in CONTINUATION_MODES:
+            raise FormatError(f"--continuation-lines must be dlq or skip, got "
+                              f"{continuation_lines!r}")
         check_timezone(timezone)
         if json_time_field is not None or json_level_field is not None:
             if json_line_field is not None:
@@ -249,6 +258,10 @@ class LineFormat:
                                   "(--json-time-field) have none")
             parse_field_path(json_time_field, "--json-time-field")
             parse_field_path(json_level_field, "--json-level-field")
+            if continuation_lines != "dlq":
+                raise FormatError("--continuation-lines skip reads text lines; structured JSON "
+                                  "logs (--json-time-field) have none, and a stack trace is "
+                                  "one record there")
         if json_line_field is not None:
             parse_field_path(json_line_field, "--json-line-field")
         if line_regex is not None:
@@ -264,7 +277,7 @@ class LineFormat:
                                   "--json-time-field text; the default rule reads ISO 8601")
             TimePattern.compile(time_pattern)
         return cls(levels, timezone, line_regex, time_pattern, json_line_field,
-                   json_time_field, json_level_field)
+                   json_time_field, json_level_field, continuation_lines)
 
     @property
     def kind(self) -> str:
@@ -295,7 +308,8 @@ class LineFormat:
                 "--line-regex": self.line_regex, "--time-pattern": self.time_pattern,
                 "--json-line-field": self.json_line_field,
                 "--json-time-field": self.json_time_field,
-                "--json-level-field": self.json_level_field}
+                "--json-level-field": self.json_level_field,
+                "--continuation-lines": self.continuation}
 
     @classmethod
     def from_identity(cls, ident: dict[str, str | None]) -> LineFormat:
@@ -303,4 +317,5 @@ class LineFormat:
         return cls(tuple(str(ident.get("--level") or "ERROR").split(",")),
                    ident.get("--timezone") or "UTC", ident.get("--line-regex"),
                    ident.get("--time-pattern"), ident.get("--json-line-field"),
-                   ident.get("--json-time-field"), ident.get("--json-level-field"))
+                   ident.get("--json-time-field"), ident.get("--json-level-field"),
+                   ident.get("--continuation-lines") or "dlq")

@@ -15,8 +15,9 @@ import random
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from pyspark.sql import functions as F
 
-from logcount.formats.rule import Malformed, minute_label, parse_record
+from logcount.formats.rule import Continued, Malformed, minute_label, parse_record
 from logcount.formats.spark import line_frame
 from logcount.formats.spec import LineFormat
 from logcount.pipeline.job import batch_frame, batch_result, compute_batch, projections, read_ranges
@@ -117,13 +118,21 @@ def twin_disagreements(spark, fmt: LineFormat, lines: list[bytes]) -> list[tuple
     (record, the twin's outcome, Spark's (reason, minute label, counted))."""
     df = spark.createDataFrame([(i % 4, i, v) for i, v in enumerate(lines)],
                                "partition int, offset long, value binary")
-    rows = line_frame(df, fmt).select("offset", "reason", "counted", "minute", "mi").collect()
+    skip = fmt.continuation == "skip"
+    cont = [F.col("cont")] if skip else [F.lit(False).alias("cont")]
+    rows = line_frame(df, fmt).select("offset", "reason", "counted", "minute", "mi",
+                                      *cont).collect()
     assert sorted(r["offset"] for r in rows) == list(range(len(lines)))
     wrong = []
     for r in rows:
         raw = lines[r["offset"]]
         twin = parse_record(raw, fmt)
         minute = None
+        if isinstance(twin, Continued) or r["cont"]:  # neither counted nor malformed
+            if not (isinstance(twin, Continued) and r["cont"] and r["reason"] is None
+                    and not r["counted"]):
+                wrong.append((raw, twin, ("cont", r["cont"], r["reason"], r["counted"])))
+            continue
         if r["reason"] is None:  # a well formed record has exactly one of minute and mi
             if (r["minute"] is None) == (r["mi"] is None):
                 wrong.append((raw, twin, ("minute", r["minute"], "mi", r["mi"])))
@@ -156,8 +165,11 @@ def test_the_spark_plan_and_the_pure_twin_agree_on_every_record(spark, name, int
     assert not wrong, f"{len(wrong)} of {len(lines)} disagree under {fmt}: {wrong[:8]}"
     outcomes = [parse_record(v, fmt) for v in lines]
     malformed = sum(isinstance(o, Malformed) for o in outcomes)
-    counted = sum(not isinstance(o, Malformed) and o.level in fmt.levels for o in outcomes)
+    counted = sum(not isinstance(o, Malformed | Continued) and o.level in fmt.levels
+                  for o in outcomes)
     assert malformed > 100 and counted > 100, "the corpus must exercise both sides"
+    continued = sum(isinstance(o, Continued) for o in outcomes)
+    assert (continued > 100) == (fmt.continuation == "skip"), "and continuation lines"
 
 
 def _edge(reason: str, raw: bytes, **flags: str):
@@ -383,3 +395,27 @@ def test_kafka_is_read_through_v2_and_agrees_with_v1(spark, endpoints, names):
     assert v2 == v1
     assert v2[0] == {minute_index(m): n for m, n in inp.expected.items()}
     assert {(m.partition, m.offset) for m in v2[1]} == inp.malformed
+
+
+def test_a_batch_counts_continuation_lines_apart_only_when_skipped(spark):
+    """batch_frame under --continuation-lines: skip keeps a trace's lines out of the DLQ and the
+    counts, in the batch's records and its continuation count; dlq sends them to the DLQ as
+    before; a late cut still applies to the counted lines alone."""
+    lines = [b"2017-07-30 14:09:08 ERROR boom", b"java.lang.IllegalStateException: x",
+             b"\tat a.B.c(B.java:1)", b"Caused by: y.Z: w", b"\t... 3 more", b"garbage", b"",
+             b"2017-07-30 14:10:01 ERROR again", b"Traceback (most recent call last):"]
+    df = spark.createDataFrame([(i % 2, i, v) for i, v in enumerate(lines)],
+                               "partition int, offset long, value binary")
+    ranges = [OffsetRange(p, 0, len(lines)) for p in (0, 1)]
+
+    def run(mode: str, late=None):
+        fmt = LineFormat.from_flags(continuation_lines=mode)
+        res = batch_result(batch_frame(df, fmt, 10, late).collect(), ranges)
+        return ({minute_label(k): n for k, n in res.counts.items()},
+                sorted(m.offset for m in res.malformed), res.continuation, res.records)
+
+    both = {"2017-07-30 14:09:00": 1, "2017-07-30 14:10:00": 1}
+    assert run("dlq") == (both, [1, 2, 3, 4, 5, 6, 8], 0, 9)
+    assert run("skip") == (both, [5], 6, 9)
+    late = minute_index("2017-07-30 14:10")
+    assert run("skip", late) == ({"2017-07-30 14:10:00": 1}, [0, 5], 6, 9)

@@ -346,6 +346,51 @@ def pattern_time(rng: random.Random) -> bytes:
     return apache_line(rng).split(b"[", 1)[1].split(b"]", 1)[0]
 
 
+# --- stack traces (--continuation-lines skip) ----------------------------------------------------
+
+# What JVM and Python traces print between log lines, and near misses of each (rule.CONTINUATION).
+TRACE_HEADS = [b"\tat com.example.Foo.bar(Foo.java:12)", b"    at x", b" ", b"\t", b"", b"\x0b",
+               b"Caused by: java.lang.IllegalStateException: inner", b"Caused by:", b"Caused by",
+               b"caused by: x", b"\tSuppressed: java.io.IOException: close", b"Suppressed:",
+               b"\t... 12 more", b"... 12 more", b"...12 more", b"... 7 common frames omitted",
+               b"... x more", b"... 12 more!", b"..  12 more", b'Exception in thread "main" a.B',
+               b"Exception in thread main", b"Traceback (most recent call last):",
+               b"Traceback (most recent call last)", b'  File "x.py", line 3, in <module>',
+               b"During handling of the above exception, another exception occurred:",
+               b"The above exception was the direct cause of the following exception:",
+               b"ValueError: bad", b"ValueError", b"ValueError bad", b"ValueError:", b"Error: x",
+               b"error: x", b"KeyboardInterrupt", b"SystemExit: 1", b"StopIteration",
+               b"__main__.Oops: x", b"mod.sub.Oops", b"java.lang.IllegalStateException: outer",
+               b"java.lang.", b".Foo: x", b"Foo.: x", b"com.x.Y$Inner: z", b"$Foo.b_1: x",
+               b"Oops: x", b"oops", b"17 Error", b"1a.b: x", b"a..b: x", b"a.b c", b"a.b-c: x",
+               b"\xffValueError: x", b"ValueError: \xff", b"Valu\xc3\xa9Error: x",
+               b"\xc2\xa0at x", b"\xe3\x80\x80at x", b"x" * 300 + b"Error: y",
+               b"a." * 200 + b"B: x", b"a." * 200 + b"b c"]
+TRACE_TAILS = [b"", b"", b"", b"\n", b"\r", b"\r\n", b"\r\r", b"\n\n", b"\x85", b"\xe2\x80\xa8",
+               b" trailing", b"\x00"]
+
+
+def trace_line(rng: random.Random) -> bytes:
+    return rng.choice(TRACE_HEADS) + _pick(rng, [b""], TRACE_TAILS, 0.3)
+
+
+def with_traces(line: Gen) -> Gen:
+    """`line`'s records, a third of them replaced by stack-trace lines and their near misses."""
+
+    def gen(rng: random.Random) -> bytes:
+        return trace_line(rng) if rng.random() < 0.35 else line(rng)
+
+    return gen
+
+
+INDENTED_RE = r"[ \t]*(?<time>\S+ \S+) (?<level>[A-Za-z]+)"
+
+
+def indented_line(rng: random.Random) -> bytes:
+    """A layout whose own lines start with blanks: a log line is never a continuation."""
+    return rng.choice([b" ", b"\t", b"  ", b""]) + any_line(rng)
+
+
 NEW_YORK = "America/New_York"
 
 FORMATS: dict[str, tuple[LineFormat, Gen]] = {
@@ -388,6 +433,18 @@ FORMATS: dict[str, tuple[LineFormat, Gen]] = {
     "structured-pattern": (LineFormat.from_flags(json_time_field="t", json_level_field="l",
                                                  time_pattern="dd/MMM/yyyy:HH:mm:ss Z"),
                            structured("t", "l", pattern_time)),
+    # --continuation-lines skip
+    "default-skip": (LineFormat.from_flags(continuation_lines="skip"), with_traces(default_line)),
+    "default-skip-new-york": (LineFormat.from_flags(continuation_lines="skip", timezone=NEW_YORK),
+                              with_traces(default_line)),
+    "log4j2-skip": (LineFormat.from_flags(line_regex=LOG4J2_RE, continuation_lines="skip"),
+                    with_traces(log4j2_line)),
+    "python-skip": (LineFormat.from_flags(line_regex=PYTHON_RE, continuation_lines="skip"),
+                    with_traces(python_line)),
+    "indented-skip": (LineFormat.from_flags(line_regex=INDENTED_RE, continuation_lines="skip"),
+                      with_traces(indented_line)),
+    "envelope-skip": (LineFormat.from_flags(json_line_field="log", continuation_lines="skip"),
+                      envelope("log", with_traces(default_line))),
 }
 
 

@@ -79,3 +79,32 @@ def test_the_readme_names_the_file_and_scrapes_the_jobs_the_rules_watch() -> Non
     assert jobs == {"logcount-stage", "logcount-sink"}
     for job in jobs:
         assert f"job_name: {job}" in readme, f"the README's scrape config lacks job {job}"
+
+
+def test_the_readme_promql_per_service_computes_the_rate_and_the_error_ratio(tmp_path) -> None:
+    """README's per-series PromQL, as recording rules over synthetic per-level, per-service
+    counters: ERROR lines a minute per service, and ERROR over all lines."""
+    readme = (ROOT / "README.md").read_text()
+    block = re.findall(r"```promql\n(.*?)\n```", readme, flags=re.S)
+    assert len(block) == 1, "README shows one promql block"
+    per_minute, ratio = (e.strip() for e in block[0].split("\n\n"))
+    (tmp_path / "readme.yml").write_text(yaml.safe_dump({"groups": [{"name": "readme", "rules": [
+        {"record": "readme:errors_per_minute", "expr": per_minute},
+        {"record": "readme:error_ratio", "expr": ratio}]}]}))
+    stage = 'job="logcount-stage", instance="s:9108"'
+    series = [(f'logcount_counted_lines_total{{{stage}, level="{lv}", service="{sv}"}}',
+               f"0+{n}x20") for sv, lv, n in (("orders", "ERROR", 30), ("orders", "INFO", 270),
+                                              ("auth", "ERROR", 1), ("auth", "WARN", 3))]
+    (tmp_path / "readme_test.yml").write_text(yaml.safe_dump({
+        "rule_files": ["readme.yml"], "evaluation_interval": "1m", "tests": [{
+            "interval": "1m", "input_series": [{"series": s, "values": v} for s, v in series],
+            "promql_expr_test": [
+                {"expr": "readme:errors_per_minute", "eval_time": "10m", "exp_samples": [
+                    {"labels": 'readme:errors_per_minute{service="orders"}', "value": 30},
+                    {"labels": 'readme:errors_per_minute{service="auth"}', "value": 1}]},
+                {"expr": "readme:error_ratio", "eval_time": "10m", "exp_samples": [
+                    {"labels": 'readme:error_ratio{service="orders"}', "value": 0.1},
+                    {"labels": 'readme:error_ratio{service="auth"}', "value": 0.25}]}]}]}))
+    proc = subprocess.run([_promtool(), "test", "rules", "readme_test.yml"], capture_output=True,
+                          text=True, timeout=60, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -183,6 +183,7 @@ def test_a_time_pattern_is_taken_by_structured_logs_too():
     LineFormat.from_flags(line_regex=LOG4J2, time_pattern="yy/MM/dd HH:mm:ss"),
     LineFormat.from_flags(json_line_field="log", timezone="+05:30"),
     LineFormat.from_flags(level="50,60", json_time_field="time", json_level_field="level"),
+    LineFormat.from_flags(json_line_field="log", continuation_lines="skip"),
 ])
 def test_identity_round_trips(fmt):
     ident = fmt.identity()

@@ -16,6 +16,7 @@ from logcount.formats.rule import Malformed, Parsed, expected_counts, parse_reco
 from logcount.formats.shapes import (
     RUN_FLAGS,
     SHAPES,
+    TRACE_SHAPES,
     ZONELESS,
     SyntheticRecord,
     expected_from_records,
@@ -168,8 +169,10 @@ def test_readme_shows_every_shape_with_its_run_flags_verbatim():
     shown = readme_shapes()
     assert list(shown) == list(SHAPES)
     for shape, (_sample, run) in shown.items():
-        assert run == " ".join(("logcount run", shlex.join(RUN_FLAGS[shape]))).rstrip(), shape
-        assert shlex.split(run)[2:] == list(RUN_FLAGS[shape])
+        flags = RUN_FLAGS[shape] + (("--continuation-lines", "skip") if shape in TRACE_SHAPES
+                                    else ())
+        assert run == " ".join(("logcount run", shlex.join(flags))).rstrip(), shape
+        assert shlex.split(run)[2:] == list(flags)
 
 
 def test_readme_samples_are_counted_by_their_flags():

@@ -244,6 +244,7 @@ def test_a_progress_record_keeps_the_counting_settings_and_reads_an_older_one_as
     (dict(line_regex=r"(?<time>\S+) (?<level>\w+)"), "--line-regex"),
     (dict(json_line_field="message"), "--json-line-field"),
     (dict(json_time_field="ts", json_level_field="level"), "--json-level-field"),
+    (dict(continuation_lines="skip"), "--continuation-lines"),
 ])
 def test_a_start_with_another_counting_setting_is_refused_naming_it(flags, named):
     fmt = LineFormat.from_flags(**flags)
@@ -256,6 +257,17 @@ def test_a_start_with_another_counting_setting_is_refused_naming_it(flags, named
         check_start(*stored(counting=counting_settings(fmt)), facts(), WANT)
     same = check_start(*stored(counting=counting_settings(fmt)), facts(), want)
     assert not same.warnings
+
+
+def test_a_refusal_names_a_default_by_its_value_and_the_default_keeps_the_identity():
+    skip = counting_settings(LineFormat.from_flags(continuation_lines="skip"))
+    assert skip == (("--continuation-lines", "skip"),)
+    with pytest.raises(StateRefused, match="with --continuation-lines 'skip', this start has "
+                                           "'dlq'"):
+        check_start(*stored(counting=skip), facts(), WANT)
+    # dlq, the default, is no counting setting: a state stored before the flag restores as is
+    assert counting_settings(LineFormat.from_flags(continuation_lines="dlq")) == ()
+    assert ProgressRecord(IDENT, {0: 1}).encode().count(b'"counting":{}') == 1
 
 
 def test_a_time_pattern_change_is_refused_and_levels_compare_as_a_set():

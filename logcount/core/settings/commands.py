@@ -13,7 +13,8 @@ from logcount.core.errors import ConfigError
 from logcount.core.settings.framework import AT_LEAST_1, PORT, POSITIVE, Settings, opt
 from logcount.core.settings.groups import CountingFields, KafkaClientFields, ServiceFields
 from logcount.core.settings.values import MySQLUrl, mask_url, parse_duration_minutes
-from logcount.formats.shapes import SHAPES
+from logcount.formats.shapes import SHAPES, check_group_by, parse_group_by
+from logcount.formats.spec import FormatError
 
 _MYSQL = "mysql://root@127.0.0.1:3306/logcount"
 
@@ -23,7 +24,8 @@ class RunSettings(ServiceFields, CountingFields, KafkaClientFields):
     """`logcount run`: the Spark stage."""
 
     flag_order = ("once", "bootstrap_servers", "input_topic", "output_topic", "dlq_topic",
-                  "group_id", "transactional_id", "master", CountingFields, "trigger_interval",
+                  "group_id", "transactional_id", "master", CountingFields, "continuation_lines",
+                  "trigger_interval",
                   "min_batch_interval", "max_records_per_batch", "starting_offsets", "delivery",
                   "input_partitions", "output_partitions", "dlq_partitions",
                   "max_malformed_per_batch", "startup_timeout", "metrics_port",
@@ -45,6 +47,11 @@ class RunSettings(ServiceFields, CountingFields, KafkaClientFields):
                      "each other)"),
     )
     master: str = field(default="local[*]", metadata=opt("Spark master: local[N] or spark://..."))
+    continuation_lines: Literal["dlq", "skip"] = field(default="dlq", metadata=opt(
+        "stack-trace continuation lines (a line the line rule refuses that starts with a "
+        "space or tab, Caused by:, Traceback, an exception's name...: docs/contract.md): dlq "
+        "sends them to the DLQ as malformed; skip takes them as part of the event before "
+        "them, neither counted nor malformed"))
     trigger_interval: float = field(
         default=1.0, metadata=opt("seconds to sleep when there is nothing new to read",
                                  **POSITIVE)
@@ -187,7 +194,8 @@ class ProduceSettings(CountingFields, KafkaClientFields):
     """`logcount produce`: load log lines into a topic."""
 
     flag_order = ("bootstrap_servers", "topic", "file", "synthetic", "seed", "partitions",
-                  "expect", "shape", CountingFields, "client_config", "kafka_config")
+                  "expect", "shape", "dimensions", "expect_group_by",
+                  CountingFields, "client_config", "kafka_config")
 
     topic: str = field(default="logs", metadata=opt("topic to write the lines to"))
     file: str | None = field(
@@ -206,6 +214,12 @@ class ProduceSettings(CountingFields, KafkaClientFields):
     )
     shape: str = field(default="seed", metadata=opt(
         "the shape --synthetic lines take: " + ", ".join(SHAPES), metavar="SHAPE"))
+    dimensions: bool = field(default=False, metadata=opt(
+        "--synthetic records come from a fleet of services (a few busy ones), keyed by their "
+        "service, with the hosts, namespaces, containers and loggers each shape writes"))
+    expect_group_by: str | None = field(default=None, metadata=opt(
+        "--expect writes per-series counts grouped by these dimensions (run's --group-by "
+        "syntax), from what the generator wrote", metavar="DIM[,DIM]"))
     # The counting fields, in produce's own words: they count a --file for --expect.
     level: str = field(default="ERROR", metadata=opt(
         "the levels --expect counts (as run's --level)", metavar="LEVELS"))
@@ -223,6 +237,16 @@ class ProduceSettings(CountingFields, KafkaClientFields):
     json_level_field: str | None = field(default=None, metadata=opt(
         "for --file with --expect: as run's --json-level-field", metavar="PATH"))
 
+    @property
+    def group_by_dims(self) -> tuple[tuple[str, str], ...]:
+        """--expect-group-by as (name, source) pairs; () without it."""
+        if self.expect_group_by is None:
+            return ()
+        try:
+            return parse_group_by(self.expect_group_by)
+        except FormatError as exc:
+            raise ConfigError(str(exc)) from None
+
     def validate(self) -> ProduceSettings:
         if self.shape not in SHAPES:
             raise ConfigError(f"--shape must be one of {', '.join(SHAPES)}, got {self.shape!r}")
@@ -235,6 +259,17 @@ class ProduceSettings(CountingFields, KafkaClientFields):
             path = Path(self.file)
             if not path.is_file() or not os.access(path, os.R_OK):
                 raise ConfigError(f"--file {self.file}: no such readable file")
+        if self.dimensions and self.synthetic is None:
+            raise ConfigError("--dimensions is what --synthetic writes; a --file is loaded as "
+                              "it is")
+        if self.expect_group_by is not None:
+            if self.expect is None or self.synthetic is None:
+                raise ConfigError("--expect-group-by needs --synthetic and --expect: the "
+                                  "generator's own records give the series")
+            try:
+                check_group_by(self.shape, self.group_by_dims, self.dimensions)
+            except FormatError as exc:
+                raise ConfigError(str(exc)) from None
         if self.expect is not None:
             folder = Path(self.expect).resolve().parent
             if not folder.is_dir() or not os.access(folder, os.W_OK):

@@ -121,7 +121,8 @@ class CountingFields(Settings):
         try:
             return LineFormat.from_flags(self.level, self.timezone, self.line_regex,
                                          self.time_pattern, self.json_line_field,
-                                         self.json_time_field, self.json_level_field)
+                                         self.json_time_field, self.json_level_field,
+                                         getattr(self, "continuation_lines", "dlq"))
         except FormatError as exc:
             raise ConfigError(str(exc)) from None
 
