@@ -62,8 +62,11 @@ class StageMetrics:
                                  registry=r)
         self.late = Counter("logcount_late_records", "lines older than --lateness-horizon, sent "
                             "to the DLQ as 'late'", registry=r)
-        self.state_minutes = Gauge("logcount_state_minutes", "minute totals held in memory",
-                                   registry=r)
+        self.state_minutes = Gauge("logcount_state_minutes", "minute totals held in memory "
+                                   "(with --group-by: (minute, series) totals)", registry=r)
+        self.overflow_lines = Counter("logcount_overflow_lines", "lines of series beyond "
+                                      "--max-series, counted under the overflow series",
+                                      registry=r)
         self.lag = Gauge("logcount_input_lag_records", "input lag (last stable offset - committed)",
                          ["partition"], registry=r)
         self.spark_seconds = Histogram("logcount_batch_spark_seconds", "Spark time per batch",
