@@ -9,7 +9,7 @@ horizon evicts cells (a series' minutes), never names: the named set is bounded 
 State topic records, beside the progress record (pipeline/state.py):
     key b"series/<id>"                  the tuple, a compact JSON array (written once)
     key b"totals/YYYY-MM-DD HH/<id>"    that series' minutes of the hour (totals.encode_hour)
-In memory, one `Totals` per series.
+In memory, one `Totals` for all series (SeriesTotals).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from logcount.formats.spec import OVERFLOW
-from logcount.pipeline.totals import Totals, hour_key, parse_hour_key
+from logcount.pipeline.totals import HOUR_END, MINUTE_END, Totals, hour_key, parse_hour_key
 
 __all__ = ["OVERFLOW_ID", "SERIES_PREFIX", "SeriesTotals", "Assigned", "cell_key",
            "parse_cell_key", "name_key", "parse_name_key", "encode_name", "decode_name"]
@@ -74,7 +74,9 @@ class Assigned:
 
 
 class SeriesTotals:
-    """The named tuples and the totals of every series (one Totals each)."""
+    """The named tuples and the totals of every series, in ONE Totals keyed
+    `series id * MINUTE_END + minute` (so a batch's cells are merged and applied as arrays, not
+    series by series: ~16 bytes a cell). Figures: docs/tuning.md#series-cells"""
 
     def __init__(self, names: tuple[str, ...], max_series: int) -> None:
         self.dim_names = names
@@ -82,7 +84,7 @@ class SeriesTotals:
         self.overflow = (OVERFLOW,) * len(names)
         self.ids: dict[tuple[str, ...], int] = {self.overflow: OVERFLOW_ID}
         self.tuples: dict[int, tuple[str, ...]] = {OVERFLOW_ID: self.overflow}
-        self.totals: dict[int, Totals] = {}
+        self.totals = Totals(key_end=(max_series + 1) * MINUTE_END)
 
     @classmethod
     def restore(cls, names: tuple[str, ...], max_series: int,
@@ -93,16 +95,17 @@ class SeriesTotals:
         self = cls(names, max_series)
         for sid, raw in sorted(tuples.items()):
             values = decode_name(raw, len(names))
-            if sid == OVERFLOW_ID or values in self.ids:
-                raise ValueError(f"series {sid} named twice or as the overflow series")
+            if sid == OVERFLOW_ID or values in self.ids or sid > max_series:
+                raise ValueError(f"series {sid} named twice, as the overflow series or beyond "
+                                 f"--max-series")
             self.ids[values] = sid
             self.tuples[sid] = values
-        by_sid: dict[int, list[tuple[int, bytes]]] = {}
+        hours = []
         for (sid, hour), raw in cells:
             if sid not in self.tuples:
                 raise ValueError(f"totals of series {sid}, which has no name record")
-            by_sid.setdefault(sid, []).append((hour, raw))
-        self.totals = {sid: Totals.from_hours(hs) for sid, hs in by_sid.items()}
+            hours.append((sid * HOUR_END + hour, raw))
+        self.totals = Totals.from_hours(hours, key_end=self.totals.key_end)
         return self
 
     @property
@@ -111,7 +114,7 @@ class SeriesTotals:
 
     def __len__(self) -> int:
         """The (minute, series) cells held."""
-        return sum(len(t) for t in self.totals.values())
+        return len(self.totals)
 
     def assign(self, counts: Mapping[tuple[str, ...], Mapping[int, int]]) -> Assigned:
         """PURE: a batch's counts per tuple -> per series id. New tuples are named while there is
@@ -143,26 +146,17 @@ class SeriesTotals:
 
     def merged(self, counts: Mapping[int, Mapping[int, int]]) -> dict[tuple[int, int], int]:
         """PURE: {(series id, minute): current total + count}."""
-        out: dict[tuple[int, int], int] = {}
-        for sid, cells in counts.items():
-            t = self.totals.get(sid) or Totals()
-            out.update({(sid, m): n for m, n in t.merged(cells).items()})
-        return out
+        flat = {sid * MINUTE_END + m: n for sid, cells in counts.items() for m, n in cells.items()}
+        return {divmod(k, MINUTE_END): n for k, n in self.totals.merged(flat).items()}
 
     def hours_after(self, updates: Mapping[tuple[int, int], int]
                     ) -> dict[tuple[int, int], dict[int, int]]:
         """PURE: {(series id, hour): its minutes once `updates` are applied}."""
-        by_sid: dict[int, dict[int, int]] = {}
-        for (sid, m), n in updates.items():
-            by_sid.setdefault(sid, {})[m] = n
-        out = {}
-        for sid, ups in by_sid.items():
-            t = self.totals.get(sid) or Totals()
-            out.update({(sid, h): c for h, c in t.hours_after(ups).items()})
-        return out
+        flat = {sid * MINUTE_END + m: n for (sid, m), n in updates.items()}
+        return {divmod(h, HOUR_END): c for h, c in self.totals.hours_after(flat).items()}
 
     def hours_before(self, minute: int) -> list[tuple[int, int]]:
-        return [(sid, h) for sid, t in sorted(self.totals.items()) for h in t.hours_before(minute)]
+        return [divmod(h, HOUR_END) for h in self.totals.periodic_hours_before(minute)]
 
     def apply(self, updates: Mapping[tuple[int, int], int],
               new_names: Mapping[int, tuple[str, ...]]) -> None:
@@ -170,17 +164,11 @@ class SeriesTotals:
         for sid, t in new_names.items():
             self.ids[t] = sid
             self.tuples[sid] = t
-        by_sid: dict[int, dict[int, int]] = {}
-        for (sid, m), n in updates.items():
-            by_sid.setdefault(sid, {})[m] = n
-        for sid, ups in by_sid.items():
-            self.totals.setdefault(sid, Totals()).apply(ups)
+        self.totals.apply({sid * MINUTE_END + m: n for (sid, m), n in updates.items()})
 
     def evict_hours_before(self, minute: int) -> int:
-        dropped = sum(t.evict_hours_before(minute) for t in self.totals.values())
-        self.totals = {sid: t for sid, t in self.totals.items() if len(t)}
-        return dropped
+        return self.totals.periodic_evict_before(minute)
 
     @property
     def nbytes(self) -> int:
-        return sum(t.nbytes for t in self.totals.values())
+        return self.totals.nbytes

@@ -154,3 +154,18 @@ def test_a_changed_group_by_or_max_series_is_refused():
         with pytest.raises(StateRefused, match="--group-by|--max-series"):
             check_start(progress, hours, facts, Wanted("in", "out", "ERROR",
                                                        counting=counting_settings(fmt)))
+
+
+@pytest.mark.parametrize("merge_at", [0, 1_000_000])
+def test_periodic_eviction_drops_every_series_hours_before_the_cut(merge_at):
+    from logcount.pipeline.totals import HOUR_END, MINUTE_END, Totals
+
+    t = Totals(merge_at=merge_at, key_end=4 * MINUTE_END)
+    t.apply({sid * MINUTE_END + m: 1 for sid in range(3) for m in (M0, M0 + 60, M0 + 120)})
+    cut = (M0 // 60 + 2) * 60  # the third hour stays
+    assert t.periodic_hours_before(cut) == sorted(
+        sid * HOUR_END + M0 // 60 + k for sid in range(3) for k in (0, 1))
+    assert t.periodic_evict_before(cut) == 6
+    assert sorted(t.items()) == [(sid * MINUTE_END + M0 + 120, 1) for sid in range(3)]
+    with pytest.raises(ValueError):
+        t.apply({4 * MINUTE_END: 1})
