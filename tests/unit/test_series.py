@@ -169,3 +169,21 @@ def test_periodic_eviction_drops_every_series_hours_before_the_cut(merge_at):
     assert sorted(t.items()) == [(sid * MINUTE_END + M0 + 120, 1) for sid in range(3)]
     with pytest.raises(ValueError):
         t.apply({4 * MINUTE_END: 1})
+
+
+def test_batch_result_counts_per_series_and_sums_per_minute():
+    from logcount.pipeline.job import batch_result
+
+    def row(minute=None, mi=None, n=1, d=(None, None), bad=None):
+        return {"p": 0 if bad is not None else None, "minute": minute, "mi": mi,
+                "bad_offset": bad, "reason": "x" if bad is not None else None,
+                "raw": b"r", "len": 1, "n": n, "rn": None, "d0": d[0], "d1": d[1]}
+
+    rows = [row(minute=b"2017-07-30 14:09", n=2, d=("a", "E")),
+            row(mi=M0, n=3, d=("a", "E")), row(mi=M0 + 1, n=1, d=("b", "")),
+            row(bad=7), row(n=5)]  # a malformed line, and lines of another level
+    res = batch_result(rows, [OffsetRange(0, 0, 12)], 2)
+    assert res.series == {("a", "E"): {M0: 5}, ("b", ""): {M0 + 1: 1}}
+    assert res.counts == {M0: 5, M0 + 1: 1} and res.records == 12
+    assert [m.offset for m in res.malformed] == [7]
+    assert batch_result(rows, [OffsetRange(0, 0, 12)]).series == {}
