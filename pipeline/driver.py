@@ -70,6 +70,7 @@ from logcount.pipeline.state import (
     claim_value,
     claimant,
     decode_records,
+    decode_series,
     state_topic_name,
 )
 from logcount.pipeline.totals import minute_index, minute_text
@@ -136,8 +137,9 @@ def _best_effort(fn) -> None:
         fn()
 
 
-def output_record(topic: str, minute: str, total: int, level: str) -> OutRecord:
-    return OutRecord(topic, *encode_total(MinuteTotal(minute, total, level)))
+def output_record(topic: str, minute: str, total: int, level: str,
+                  dims: tuple[tuple[str, str], ...] = ()) -> OutRecord:
+    return OutRecord(topic, *encode_total(MinuteTotal(minute, total, level, dims)))
 
 
 def dlq_record(topic: str, source_topic: str, ref: MalformedRef) -> OutRecord:
@@ -252,6 +254,7 @@ class Stage:
         self.sink: Publisher | None = None  # None: let go of (hung, fenced, retired)
         self.consumer: Group | None = None
         self.batches = 0
+        self.overflow_warned_at: float | None = None  # the overflow WARN: once an hour
         self.backlogged = False  # the last plan left more than one batch's records (plan())
         self.backoff = Backoff(RETRY_FIRST_S, RETRY_MAX_S, give_up_s=GIVE_UP_AFTER_S,
                                clock=self.clock)
@@ -261,7 +264,7 @@ class Stage:
         # Who this process is in the state topic's claim: unique per start, so a restart on the
         # same host is another instance.
         self.instance = uuid.uuid4().hex[:16]
-        self.metrics = StageMetrics()
+        self.metrics = StageMetrics(tuple(d.name for d in self.fmt.group_by))
         self.health = Health(s.health_stall_seconds)
         self.tally = _Tally()
         self.limit: dict[int, int] | None = None  # --once: the ends readable at start
@@ -280,16 +283,23 @@ class Stage:
         t0 = self.clock()
         facts = self.cluster.facts(consumer)
         progress, hours = decode_records(facts.table, self.state_topic)
-        start = check_start(progress, hours, facts.start, start_facts.wanted(self.s))
+        start = check_start(progress, hours, facts.start, start_facts.wanted(self.s),
+                            decode_series(facts.table))
         for line in start.warnings:
             log.warning("%s", line)
         self.state = start.state
         self.commit_due = start.must_commit
         self.pending_records = [(k, None) for k in start.tombstones]
-        self.metrics.state_minutes.set(len(self.state.totals))
-        log.info("state of %s: %d minute totals, offsets %s, restored in %.2fs",
-                 self.state_topic, len(self.state.totals), _span(self.state.offsets),
-                 self.clock() - t0)
+        self.metrics.state_minutes.set(self.state.cells())
+        series = self.state.series
+        if series is not None and self.s.horizon_minutes is None:
+            log.warning("--group-by without --lateness-horizon: the state keeps every (minute, "
+                        "series) total for good, up to %d series more each minute; set a "
+                        "horizon to bound it (docs/contract.md)", series.max_series + 1)
+        log.info("state of %s: %d minute totals%s, offsets %s, restored in %.2fs",
+                 self.state_topic, self.state.cells(),
+                 "" if series is None else f" in {series.named} named series",
+                 _span(self.state.offsets), self.clock() - t0)
 
     def start(self) -> None:
         """Beside the Spark session (begun before the stage): the broker, topics, fencing and
@@ -437,7 +447,7 @@ class Stage:
         t1 = self.clock()
         self.crash("after_collect")
         change = self.state.change(result.ranges, result.counts, _now_minute(), plan.starts,
-                                   self.pending_records)
+                                   self.pending_records, result.series)
         self.publish(sink, consumer, result, change)
         t2 = self.clock()
         self.state.advance(change)  # only now, after the commit
@@ -539,8 +549,11 @@ class Stage:
         """What one batch publishes: the touched minutes' new totals, its DLQ records, and the
         state records."""
         s = self.s
-        records = [output_record(s.output_topic, minute_text(m), n, self.fmt.level_label)
-                   for m, n in sorted(change.updates.items())]
+        names = tuple(d.name for d in self.fmt.group_by)
+        tuples = self.state.series.tuples if self.state.series is not None else {}
+        records = [output_record(s.output_topic, minute_text(m), n, self.fmt.level_label,
+                                 tuple(zip(names, dims, strict=True)))
+                   for m, dims, n in change.outputs(tuples)]
         records += [dlq_record(s.dlq_topic, s.input_topic, ref) for ref in result.malformed]
         records += [OutRecord(self.state_topic, k, v) for k, v in change.state_records]
         return records
@@ -564,16 +577,31 @@ class Stage:
         m.malformed.inc(len(result.malformed) - late)
         m.late.inc(late)
         m.continuation.inc(result.continuation)
-        m.counted_lines.inc(sum(result.counts.values()))
-        m.state_minutes.set(len(self.state.totals))
+        if self.state.series is None:
+            m.counted_lines.inc(sum(result.counts.values()))
+        else:  # after advance(): this batch's new names are held
+            tuples = self.state.series.tuples
+            for sid, lines in change.series_lines.items():
+                m.counted_lines.labels(*tuples[sid]).inc(lines)
+        m.state_minutes.set(self.state.cells())
+        if change.overflow_lines:
+            m.overflow_lines.inc(change.overflow_lines)
+            now = self.clock()
+            if self.overflow_warned_at is None or now - self.overflow_warned_at >= 3600:
+                self.overflow_warned_at = now
+                log.warning("--max-series %d reached: %d lines of new series counted under the "
+                            "overflow series (every dimension __other__); the dimension with "
+                            "the most distinct values is %s (this warning: once an hour)",
+                            self.fmt.max_series, change.overflow_lines, change.widest)
         m.spark_seconds.observe(spark_s)
         m.commit_seconds.observe(commit_s)
         if self.progress is not None:
             self.progress.advance(sum(r.size for r in result.ranges))
         log.info("%s", BatchLine(
             self.batches, tuple((r.partition, r.start, r.end) for r in result.ranges),
-            result.records, len(result.malformed) - late, late, len(change.updates), spark_s,
-            commit_s, result.continuation if self.fmt.continuation == "skip" else None).text())
+            result.records, len(result.malformed) - late, late,
+            len(change.updates) + len(change.series_updates), spark_s, commit_s,
+            result.continuation if self.fmt.continuation == "skip" else None).text())
 
     def transient_failure(self, failed: _Retry) -> None:
         """Log, back off and let the loop re-plan; give up after too many in a row."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from logcount.formats.rule import REASON_LATE, minute_label
-from logcount.formats.spark import line_frame
+from logcount.formats.spark import dim_columns, line_frame
 from logcount.formats.spec import LineFormat
 from logcount.pipeline.offsets import OffsetRange
 from logcount.pipeline.totals import minute_index
@@ -97,6 +97,8 @@ class MalformedRef:
 @dataclass
 class BatchResult:
     counts: dict[int, int] = field(default_factory=dict)  # UTC minute index -> lines counted
+    # With --group-by: dimension values -> {minute index: lines counted} (counts holds the sums)
+    series: dict[tuple[str, ...], dict[int, int]] = field(default_factory=dict)
     malformed: list[MalformedRef] = field(default_factory=list)
     ranges: list[OffsetRange] = field(default_factory=list)  # possibly cut short (see above)
     records: int = 0  # records read in the (final) ranges: counted, other levels, malformed
@@ -122,8 +124,9 @@ def batch_frame(df, fmt: LineFormat, malformed_per_partition: int | None,
     (the +1 tells the caller where to cut); with None, all come back and `rn` is null.
     Columns: p (a malformed line's partition, else null), minute (binary 'YYYY-MM-DD HH:MM'
     from the seed fast path, or null), mi (the minute index from every other path, or null),
-    bad_offset, reason, raw, len, n, rn; with --continuation-lines skip also cont (true on the
-    group of continuation lines, else null).
+    bad_offset, reason, raw, len, the --group-by values d0, d1, ... of counted lines (so the
+    executors count per series and only the small counts come back), n, rn; with
+    --continuation-lines skip also cont (true on the group of continuation lines, else null).
     Every per-line step is a built-in expression (logcount/formats/spark.py: JVM code generation, no
     Python per line).
     """
@@ -167,6 +170,7 @@ def _plan_columns(context, fmt: LineFormat, malformed_per_partition: int | None,
         reason.alias("reason"),
         F.when(bad, F.substring("value", 1, RAW_PREFIX_BYTES)).alias("raw"),
         F.when(bad, F.coalesce(F.length("value"), F.lit(0))).alias("len"),
+        *(F.when(counted, F.col(d)).alias(d) for d in dim_columns(len(fmt.group_by))),
     )
     if fmt.continuation == "skip":
         keys += (F.when(F.col("cont"), F.lit(True)).alias("cont"),)
@@ -262,12 +266,15 @@ def compute_batch(spark, bootstrap: str, topic: str, ranges: Sequence[OffsetRang
     if cut:
         again = [r for r in final if r.size > 0]
         rows = aggregate(again) if again else []
-    return batch_result(rows, final)
+    return batch_result(rows, final, len(fmt.group_by))
 
 
-def batch_result(rows: Sequence[Mapping], ranges: Sequence[OffsetRange]) -> BatchResult:
-    """The collected aggregate rows of batch_frame -> BatchResult (pure)."""
+def batch_result(rows: Sequence[Mapping], ranges: Sequence[OffsetRange],
+                 width: int = 0) -> BatchResult:
+    """The collected aggregate rows of batch_frame -> BatchResult (pure); `width`: how many
+    --group-by dimensions the rows carry."""
     result = BatchResult(ranges=list(ranges))
+    dcols = dim_columns(width)
     malformed = []
     for r in rows:
         result.records += r["n"]
@@ -280,5 +287,8 @@ def batch_result(rows: Sequence[Mapping], ranges: Sequence[OffsetRange]) -> Batc
             minute = (r["mi"] if r["minute"] is None
                       else minute_index(bytes(r["minute"]).decode("ascii")))
             result.counts[minute] = result.counts.get(minute, 0) + r["n"]
+            if width:
+                cells = result.series.setdefault(tuple(r[d] for d in dcols), {})
+                cells[minute] = cells.get(minute, 0) + r["n"]
     result.malformed = sorted(malformed, key=lambda m: (m.partition, m.offset))
     return result

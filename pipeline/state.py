@@ -11,6 +11,8 @@ transaction as the totals it describes, so the two can never disagree:
     key b"claim"                 JSON: the instance that last took the transactional id, written
                                  in a transaction of its own right after its init_transactions
                                  and the start check
+    with --group-by, instead of the hour records: the series' names and per-series hour records
+    (pipeline/series.py)
 The group's committed offsets (sent in that transaction too) are a mirror for lag monitors and
 `kafka-consumer-groups`, never the source: `check_start` compares them and repairs or refuses.
 """
@@ -24,6 +26,14 @@ from dataclasses import dataclass, field
 from logcount.core.errors import StateRefused
 from logcount.formats.spec import LineFormat
 from logcount.pipeline.offsets import OffsetRange
+from logcount.pipeline.series import (
+    SeriesTotals,
+    cell_key,
+    encode_name,
+    name_key,
+    parse_cell_key,
+    parse_name_key,
+)
 from logcount.pipeline.totals import (
     Totals,
     encode_hour,
@@ -48,6 +58,7 @@ __all__ = [
     "claim_value",
     "claimant",
     "decode_records",
+    "decode_series",
     "late_before",
     "state_topic_name",
 ]
@@ -164,12 +175,49 @@ def decode_records(records: Mapping[bytes, bytes], topic: str
             continue
         if key == CLAIM_KEY:  # who holds the transactional id: not part of the counts
             continue
+        if parse_cell_key(key) is not None or parse_name_key(key) is not None:
+            continue  # a series' (decode_series)
         hour = parse_hour_key(key)
         if hour is None:
             raise StateRefused(f"state topic {topic} holds a record with key {key[:40]!r} that "
                                f"logcount did not write - use another output topic")
         hours[hour] = value
     return progress, hours
+
+
+@dataclass(frozen=True)
+class SeriesRecords:
+    """The state topic's --group-by records: names {id: tuple JSON}, cells {(id, hour): bytes}."""
+
+    names: dict[int, bytes] = field(default_factory=dict)
+    cells: dict[tuple[int, int], bytes] = field(default_factory=dict)
+
+    def keys(self) -> list[bytes]:
+        return ([name_key(i) for i in sorted(self.names)]
+                + [cell_key(i, h) for i, h in sorted(self.cells)])
+
+
+def decode_series(records: Mapping[bytes, bytes]) -> SeriesRecords:
+    """The state topic's last value per key -> its series records."""
+    out = SeriesRecords()
+    for key, value in records.items():
+        cell = parse_cell_key(key)
+        if cell is not None:
+            out.cells[cell] = value
+            continue
+        sid = parse_name_key(key)
+        if sid is not None:
+            out.names[sid] = value
+    return out
+
+
+def grouping(counting: tuple[tuple[str, str], ...]) -> tuple[tuple[str, ...], int] | None:
+    """(dimension names, --max-series) of an identity's counting settings; None: no --group-by."""
+    c = dict(counting)
+    if not c.get("--group-by"):
+        return None
+    names = tuple(item.partition("=")[0] for item in c["--group-by"].split(","))
+    return names, int(c["--max-series"])
 
 
 @dataclass(frozen=True)
@@ -228,7 +276,7 @@ def _refuse_other_counting(old: Identity, want: Wanted) -> None:
 
 
 def check_start(progress: ProgressRecord | None, hours: Mapping[int, bytes], facts: StartFacts,
-                want: Wanted) -> Start:
+                want: Wanted, series: SeriesRecords | None = None) -> Start:
     """Compare the stored state with the cluster; repair what can be made exact, refuse the rest.
 
     Refused (StateRefused, exit 2): another level or input topic than the state's, an input
@@ -241,6 +289,7 @@ def check_start(progress: ProgressRecord | None, hours: Mapping[int, bytes], fac
     """
     ident = Identity(want.input_topic, facts.input_topic_id, want.output_topic,
                      facts.output_topic_id, want.level, want.counting)
+    series = series or SeriesRecords()
     warnings: list[str] = []
     tombstones: list[bytes] = []
     read_before = bool(facts.group)  # the input was read by this stage before
@@ -259,8 +308,9 @@ def check_start(progress: ProgressRecord | None, hours: Mapping[int, bytes], fac
             warnings.append(
                 f"output topic {want.output_topic} was recreated (id {old.output_topic_id} in "
                 f"the state, {facts.output_topic_id} now): its totals are gone with it")
-            tombstones = [hour_key(h) for h in sorted(hours)]
+            tombstones = [hour_key(h) for h in sorted(hours)] + series.keys()
             progress, hours, read_before = None, {}, True
+            series = SeriesRecords()
         elif old.input_topic_id != facts.input_topic_id:
             raise StateRefused(
                 f"input topic {want.input_topic} was recreated (id {old.input_topic_id} in the "
@@ -277,7 +327,7 @@ def check_start(progress: ProgressRecord | None, hours: Mapping[int, bytes], fac
                     f"recreated or truncated; use a new --output-topic (and group) to count it")
     if progress is None:
         # Hour records without a progress record (it was deleted): stale, never to be loaded.
-        tombstones = sorted(set(tombstones) | {hour_key(h) for h in hours})
+        tombstones = sorted(set(tombstones) | {hour_key(h) for h in hours} | set(series.keys()))
         return _fresh_or_recount(ident, facts, want, warnings, tombstones, read_before)
 
     offsets = dict(progress.offsets)
@@ -317,14 +367,17 @@ def check_start(progress: ProgressRecord | None, hours: Mapping[int, bytes], fac
     else:
         # at-least-once replays from the group's offsets: the weaker mode's documented cost.
         offsets.update({p: g for p, g in facts.group.items() if p in offsets})
+    group = grouping(want.counting)
     try:
         totals = Totals.from_hours(hours.items())
+        by_series = None if group is None else SeriesTotals.restore(
+            *group, series.names, series.cells.items())
     except ValueError as exc:
         raise StateRefused(f"state topic of {want.output_topic} holds a damaged totals record "
                            f"({exc}); restore the state topic, or recount into a new "
                            f"--output-topic") from None
     state = StageState(ident, offsets, totals, progress.watermark, want.horizon_minutes,
-                       progress.closed_before)
+                       progress.closed_before, by_series)
     return Start(state, warnings, must_commit, tombstones)
 
 
@@ -351,7 +404,9 @@ def _fresh_or_recount(ident: Identity, facts: StartFacts, want: Wanted, warnings
         offsets = dict(facts.earliest)
     else:
         offsets = dict(facts.latest)
-    state = StageState(ident, offsets, Totals(), None, want.horizon_minutes)
+    group = grouping(want.counting)
+    state = StageState(ident, offsets, Totals(), None, want.horizon_minutes, None,
+                       None if group is None else SeriesTotals(*group))
     return Start(state, warnings, True, tombstones)
 
 
@@ -372,6 +427,22 @@ class Change:
     evict_before: int | None  # hours wholly before this minute leave memory and the state topic
     state_records: list[tuple[bytes, bytes | None]]  # (key, value or None for a tombstone)
     closed_before: int | None = None
+    # With --group-by (then `updates` is empty): (series id, minute) -> new absolute total, the
+    # tuples this batch names, and its lines counted under the overflow series.
+    series_updates: dict[tuple[int, int], int] = field(default_factory=dict)
+    new_names: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    overflow_lines: int = 0
+    widest: str | None = None  # the dimension with the most distinct values, on overflow
+    series_lines: dict[int, int] = field(default_factory=dict)  # series id -> lines this batch
+
+    def outputs(self, tuples: Mapping[int, tuple[str, ...]]
+                ) -> list[tuple[int, tuple[str, ...], int]]:
+        """(minute, dimension values, total) of every output record, in order; `tuples`:
+        the names already held (this change's new ones are added)."""
+        if not self.series_updates:
+            return [(m, (), n) for m, n in sorted(self.updates.items())]
+        names = {**tuples, **self.new_names}
+        return sorted((m, names[sid], n) for (sid, m), n in self.series_updates.items())
 
 
 class StageState:
@@ -379,8 +450,9 @@ class StageState:
 
     def __init__(self, identity: Identity, offsets: Mapping[int, int], totals: Totals,
                  watermark: int | None = None, horizon_minutes: int | None = None,
-                 closed_before: int | None = None) -> None:
+                 closed_before: int | None = None, series: SeriesTotals | None = None) -> None:
         self.identity = identity
+        self.series = series  # with --group-by: the per-series totals (then totals stays empty)
         self.offsets = dict(offsets)
         self.totals = totals
         self.watermark = watermark
@@ -396,13 +468,18 @@ class StageState:
 
     def change(self, ranges: Sequence[OffsetRange], counts: Mapping[int, int],
                now_minute: int, starts: Mapping[int, int] | None = None,
-               extra_records: Sequence[tuple[bytes, bytes | None]] = ()) -> Change:
+               extra_records: Sequence[tuple[bytes, bytes | None]] = (),
+               series: Mapping[tuple[str, ...], Mapping[int, int]] | None = None) -> Change:
         """The batch's effect: new totals of the minutes it touched, offsets at the ranges' ends
         (`starts`, where given, for partitions the batch did not read: moved or new ones),
         the watermark moved by the minutes it counted (never past the wall clock, and not at all
         by a minute beyond now + FUTURE_SLACK_MINUTES),
-        hours that fell behind the horizon evicted, and the state records that say all this."""
+        hours that fell behind the horizon evicted, and the state records that say all this.
+        With --group-by, `series` holds the counts per tuple (`counts` their sums)."""
         by_minute = {m: n for m, n in counts.items() if n}
+        if self.series is not None:
+            return self._series_change(ranges, by_minute, now_minute, starts, extra_records,
+                                       series or {})
         updates = self.totals.merged(by_minute)
         offsets = {**self.offsets, **(starts or {}), **{r.partition: r.end for r in ranges}}
         honest = [m for m in by_minute if m <= now_minute + FUTURE_SLACK_MINUTES]
@@ -427,8 +504,53 @@ class StageState:
         records.append((PROGRESS_KEY, progress.encode()))
         return Change(updates, offsets, watermark, evict if gone else None, records, closed)
 
+    def _moved(self, ranges, by_minute, now_minute, starts):
+        """Offsets and watermark after a batch, and the minute before which hours leave."""
+        offsets = {**self.offsets, **(starts or {}), **{r.partition: r.end for r in ranges}}
+        honest = [m for m in by_minute if m <= now_minute + FUTURE_SLACK_MINUTES]
+        watermark = self.watermark
+        if honest:
+            newest = min(max(honest), now_minute)
+            watermark = newest if watermark is None else max(watermark, newest)
+        return offsets, watermark, late_before(watermark, self.horizon_minutes)
+
+    def _series_change(self, ranges, by_minute, now_minute, starts, extra_records,
+                       counts) -> Change:
+        """change() with --group-by: per-series cells, and the names of new tuples."""
+        assert self.series is not None
+        st = self.series
+        offsets, watermark, evict = self._moved(ranges, by_minute, now_minute, starts)
+        got = st.assign(counts)
+        updates = st.merged(got.counts)
+        gone: set[tuple[int, int]] = set()
+        if evict is not None:
+            gone = set(st.hours_before(evict))
+            gone |= {(sid, m // 60) for sid, m in updates if m // 60 * 60 + 60 <= evict}
+        contents = st.hours_after(updates)
+        records: list[tuple[bytes, bytes | None]] = list(extra_records)
+        records += [(name_key(sid), encode_name(t)) for sid, t in sorted(got.new_names.items())]
+        records += [(cell_key(*c), encode_hour(contents[c]))
+                    for c in sorted(contents) if c not in gone]
+        records += [(cell_key(*c), None) for c in sorted(gone)]
+        closed = self.closed_before
+        if gone:
+            closed = max(closed or 0, max(h for _, h in gone) * 60 + 60)
+        progress = ProgressRecord(self.identity, offsets, watermark, closed)
+        records.append((PROGRESS_KEY, progress.encode()))
+        return Change({}, offsets, watermark, evict if gone else None, records, closed,
+                      updates, got.new_names, got.overflow_lines, got.widest,
+                      {sid: sum(by_min.values()) for sid, by_min in got.counts.items()})
+
+    def cells(self) -> int:
+        """The (minute, series) totals held: minutes without --group-by."""
+        return len(self.totals) if self.series is None else len(self.series)
+
     def advance(self, change: Change) -> None:
         """Apply a change whose transaction committed: only now do totals and offsets move."""
+        if self.series is not None:
+            self.series.apply(change.series_updates, change.new_names)
+            if change.evict_before is not None:
+                self.series.evict_hours_before(change.evict_before)
         self.totals.apply(change.updates)
         self.offsets = dict(change.offsets)
         self.watermark = change.watermark

@@ -30,9 +30,10 @@ from logcount.pipeline.state import (
     Wanted,
     check_start,
     decode_records,
+    decode_series,
     state_topic_name,
 )
-from logcount.pipeline.totals import Totals, minute_text
+from logcount.pipeline.totals import Totals, decode_hour, minute_text
 
 # Why re-read before predicting anything but a resume: a transaction's markers reach the state
 # topic and the group's offsets one after the other, so a rare read sees a batch in one only,
@@ -48,7 +49,7 @@ def predict(facts: Facts, want: Wanted) -> dict:
         return {"action": "refuse", "exit": 2, "lines": [f"logcount: error: {refusal}"]}
     try:
         progress, hours = decode_records(facts.table, state_topic_name(want.output_topic))
-        start = check_start(progress, hours, facts.start, want)
+        start = check_start(progress, hours, facts.start, want, decode_series(facts.table))
     except StateRefused as exc:
         return {"action": "refuse", "exit": 2, "lines": [f"logcount: error: {exc}"]}
     if start.warnings:
@@ -79,6 +80,10 @@ def describe(facts: Facts, s: RunSettings) -> dict:
         minutes = len(Totals.from_hours(hours.items()))
     except ValueError:
         minutes = None
+    series = decode_series(table)
+    if series.names or series.cells:  # with --group-by: (minute, series) cells, not minutes
+        minutes = sum(len(decode_hour(v)[0]) for v in series.cells.values()
+                      if _readable(v))
     start = facts.start
     state_offsets = progress.offsets if progress else {}
     parts = sorted(set(facts.partitions) | set(state_offsets))
@@ -110,7 +115,8 @@ def describe(facts: Facts, s: RunSettings) -> dict:
         "closed_before": (None if not progress or progress.closed_before is None
                           else minute_text(progress.closed_before)),
         "minutes": minutes,
-        "hours": len(hours),
+        "hours": len(hours) + len({h for _, h in series.cells}),
+        "series": len(series.names) if series.names or series.cells else None,
         "state_topic_size": {
             "records_in_log": facts.state_log[1] - facts.state_log[0],
             "keys": len(table), "bytes": sum(len(k) + len(v) for k, v in table.items()),
@@ -122,6 +128,14 @@ def describe(facts: Facts, s: RunSettings) -> dict:
         report["start"]["lines"].insert(0, f"input topic {s.input_topic} does not exist: a "
                                            f"start creates it ({s.input_partitions} partitions)")
     return report
+
+
+def _readable(v: bytes) -> bool:
+    try:
+        decode_hour(v)
+    except ValueError:
+        return False
+    return True
 
 
 def _cell(v: object) -> str:
@@ -147,7 +161,9 @@ def render(report: dict) -> str:
     out.append(f"watermark     {_cell(report['watermark'])}   closed before "
                f"{_cell(report['closed_before'])}")
     size = report["state_topic_size"]
-    out.append(f"held          {_cell(report['minutes'])} minutes in {report['hours']} hours; "
+    held = "" if report.get("series") is None else f" of {report['series']} named series"
+    out.append(f"held          {_cell(report['minutes'])} minutes{held} in "
+               f"{report['hours']} hours; "
                f"state topic: {size['keys']} keys, {size['bytes']} bytes, "
                f"{size['records_in_log']} records in its log")
     claim = report["claim"]

@@ -17,7 +17,7 @@ from operator import index
 
 import numpy as np
 
-__all__ = ["MINUTE_TEXT_LEN", "MINUTE_END", "MERGE_AT", "HOUR_MAGIC", "minute_index",
+__all__ = ["MINUTE_TEXT_LEN", "MINUTE_END", "HOUR_END", "MERGE_AT", "HOUR_MAGIC", "minute_index",
            "minute_text", "hour_key", "parse_hour_key", "encode_hour", "decode_hour", "Totals"]
 
 MINUTE_TEXT_LEN = 16  # 'YYYY-MM-DD HH:MM'
@@ -136,8 +136,8 @@ def _as_arrays(m: Mapping[int, int]) -> tuple[np.ndarray, np.ndarray]:
     return keys, vals
 
 
-def _check_minutes(keys: np.ndarray) -> None:
-    if len(keys) and (keys.min() < 0 or keys.max() >= MINUTE_END):
+def _check_minutes(keys: np.ndarray, end: int = MINUTE_END) -> None:
+    if len(keys) and (keys.min() < 0 or keys.max() >= end):
         raise ValueError("minute index out of range")
 
 
@@ -160,8 +160,10 @@ class Totals:
     update copies no array, and memory is ~16 bytes per minute.
     """
 
-    def __init__(self, *, merge_at: int | None = None) -> None:
+    def __init__(self, *, merge_at: int | None = None, key_end: int = MINUTE_END) -> None:
+        # key_end: one past the largest key; pipeline/series.py keys series * MINUTE_END + minute
         self.merge_at = MERGE_AT if merge_at is None else merge_at
+        self.key_end = key_end
         self._m = np.empty(0, np.int64)
         self._t = np.empty(0, np.int64)
         self._over: dict[int, dict[int, int]] = {}
@@ -169,7 +171,7 @@ class Totals:
 
     @classmethod
     def from_hours(cls, hours: Iterable[tuple[int, bytes]], *,
-                   merge_at: int | None = None) -> Totals:
+                   merge_at: int | None = None, key_end: int = MINUTE_END) -> Totals:
         """Restore from (hour index, encode_hour bytes) pairs, in any order, each hour at most
         once. ValueError on a bad record or an hour given twice."""
         hs: list[int] = []
@@ -181,11 +183,11 @@ class Totals:
                 hs.append(hour)
                 offs.append(o)
                 tots.append(t)
-        self = cls(merge_at=merge_at)
+        self = cls(merge_at=merge_at, key_end=key_end)
         if not hs:
             return self
         harr = np.array(hs, np.int64)
-        if harr.min() < 0 or harr.max() >= HOUR_END:
+        if harr.min() < 0 or harr.max() >= key_end // 60:
             raise ValueError("hour index out of range")
         # Sorting the hours (not the minutes) is enough: with each hour once, the minutes are
         # sorted when each record's offsets ascend, which the check below confirms.
@@ -244,7 +246,7 @@ class Totals:
             raise ValueError("a negative count")
         nz = n != 0
         keys, n = keys[nz], n[nz]
-        _check_minutes(keys)
+        _check_minutes(keys, self.key_end)
         pos, hit = self._find(keys)
         cur = np.where(hit, self._t[pos] if len(self._t) else 0, 0)
         if self._over:
@@ -290,7 +292,7 @@ class Totals:
         keys, vals = _as_arrays(updates)
         if (vals <= 0).any():
             raise ValueError("a total <= 0 in updates")
-        _check_minutes(keys)
+        _check_minutes(keys, self.key_end)
         pos, hit = self._find(keys)
         self._t[pos[hit]] = vals[hit]
         miss = ~hit
@@ -346,6 +348,28 @@ class Totals:
             if _held(self._m) > 2 * self._m.nbytes:
                 self._m, self._t = self._m.copy(), self._t.copy()
         for h in [h for h in self._over if h < cut]:
+            n = len(self._over.pop(h))
+            self._n_over -= n
+            dropped += n
+        return dropped
+
+    def periodic_hours_before(self, minute: int) -> list[int]:
+        """Like hours_before, for keys `series * MINUTE_END + minute`: every key hour whose
+        minute part lies in an hour wholly before `minute`, whatever its series."""
+        cut = index(minute) // 60
+        h = self._m // 60
+        arr = np.unique(h[h % HOUR_END < cut]).tolist() if len(h) else []
+        over = [x for x in self._over if x % HOUR_END < cut]
+        return sorted(set(arr).union(over))
+
+    def periodic_evict_before(self, minute: int) -> int:
+        """Drop the minutes periodic_hours_before(minute) covers; -> how many."""
+        cut = index(minute) // 60
+        keep = (self._m // 60) % HOUR_END >= cut
+        dropped = int(len(keep) - keep.sum())
+        if dropped:
+            self._m, self._t = self._m[keep], self._t[keep]
+        for h in [h for h in self._over if h % HOUR_END < cut]:
             n = len(self._over.pop(h))
             self._n_over -= n
             dropped += n

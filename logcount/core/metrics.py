@@ -51,7 +51,7 @@ class Health:
 
 
 class StageMetrics:
-    def __init__(self) -> None:
+    def __init__(self, dims: tuple[str, ...] = ()) -> None:
         r = self.registry = CollectorRegistry()
         self.batches_committed = Counter("logcount_batches_committed", "batches committed",
                                          registry=r)
@@ -62,13 +62,18 @@ class StageMetrics:
                                  registry=r)
         self.late = Counter("logcount_late_records", "lines older than --lateness-horizon, sent "
                             "to the DLQ as 'late'", registry=r)
+        # With --group-by one label per dimension: its label sets are the named series (at
+        # most --max-series) and the overflow series.
         self.counted_lines = Counter("logcount_counted_lines", "lines counted (of --level), "
-                                     "once their transaction committed", registry=r)
+                                     "once their transaction committed", dims, registry=r)
         self.continuation = Counter("logcount_continuation_lines", "stack-trace continuation "
                                     "lines taken as part of the event before them "
                                     "(--continuation-lines skip)", registry=r)
-        self.state_minutes = Gauge("logcount_state_minutes", "minute totals held in memory",
-                                   registry=r)
+        self.state_minutes = Gauge("logcount_state_minutes", "minute totals held in memory "
+                                   "(with --group-by: (minute, series) totals)", registry=r)
+        self.overflow_lines = Counter("logcount_overflow_lines", "lines of series beyond "
+                                      "--max-series, counted under the overflow series",
+                                      registry=r)
         self.lag = Gauge("logcount_input_lag_records", "input lag (last stable offset - committed)",
                          ["partition"], registry=r)
         self.spark_seconds = Histogram("logcount_batch_spark_seconds", "Spark time per batch",

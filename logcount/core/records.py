@@ -1,7 +1,9 @@
 """The records the stage writes to Kafka, encoded and decoded in one place (docs/contract.md).
 
     output  key: the minute (`YYYY-MM-DD HH:MM:00`); value: that minute's absolute total
-            `{"log_time": ..., "log_count": N, "level": LABEL}`
+            `{"log_time": ..., "log_count": N, "level": LABEL}`; with --group-by the key is the
+            compact JSON array `["YYYY-MM-DD HH:MM:00","v1",...]` (UTF-8, unambiguous for any
+            value) and the value adds `"dims": {"NAME": "v1", ...}`, that series' total
     DLQ     key: `topic/partition/offset` of the line; value: where it was, why, and its first
             bytes as base64 and as text
 
@@ -22,6 +24,11 @@ class MinuteTotal:
     minute: str
     count: int
     level: str
+    dims: tuple[tuple[str, str], ...] = ()  # (NAME, value) in --group-by order; () without
+
+    @property
+    def dims_dict(self) -> dict[str, str]:
+        return dict(self.dims)
 
 
 @dataclass(frozen=True)
@@ -36,17 +43,30 @@ class DeadLetter:
     raw_prefix: bytes
 
 
+def series_key(minute: str, values: tuple[str, ...]) -> bytes:
+    """A grouped record's key: the minute and the values as a compact JSON array, UTF-8."""
+    return json.dumps([minute, *values], ensure_ascii=False, separators=(",", ":")).encode()
+
+
 def encode_total(total: MinuteTotal) -> tuple[bytes, bytes]:
-    value = {"log_time": total.minute, "log_count": total.count, "level": total.level}
-    return total.minute.encode(), json.dumps(value).encode()
+    value: dict = {"log_time": total.minute, "log_count": total.count, "level": total.level}
+    if not total.dims:
+        return total.minute.encode(), json.dumps(value).encode()
+    value["dims"] = dict(total.dims)
+    return (series_key(total.minute, tuple(v for _, v in total.dims)),
+            json.dumps(value, ensure_ascii=False).encode())
 
 
 def decode_total(value: bytes) -> MinuteTotal:
     """The output record's value; ValueError (KeyError, TypeError included) when it is not one."""
     try:
         v = json.loads(value)
-        return MinuteTotal(str(v["log_time"]), int(v["log_count"]), str(v.get("level", "")))
-    except (KeyError, TypeError) as exc:
+        dims = v.get("dims") or {}
+        if not isinstance(dims, dict):
+            raise TypeError("dims is not an object")
+        return MinuteTotal(str(v["log_time"]), int(v["log_count"]), str(v.get("level", "")),
+                           tuple((str(k), str(x)) for k, x in dims.items()))
+    except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"not an output record: {exc!r}") from exc
 
 

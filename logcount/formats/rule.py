@@ -22,7 +22,15 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from zoneinfo import ZoneInfo
 
-from logcount.formats.spec import EPOCH_MINUTE, MINUTE_END, FormatError, LineFormat, TimePattern
+from logcount.formats.spec import (
+    DIM_MAX_BYTES,
+    EPOCH_MINUTE,
+    MINUTE_END,
+    Dim,
+    FormatError,
+    LineFormat,
+    TimePattern,
+)
 
 __all__ = ["Parsed", "Malformed", "Continued", "CONTINUED", "CONTINUATION", "is_continuation",
            "parse_record", "counted_minute", "expected_counts",
@@ -30,7 +38,8 @@ __all__ = ["Parsed", "Malformed", "Continued", "CONTINUED", "CONTINUATION", "is_
            "minute_label",
            "REASON_EMPTY", "REASON_FORMAT", "REASON_TIMESTAMP", "REASON_RANGE", "REASON_LATE",
            "REASON_NO_MATCH", "REASON_NOT_JSON", "REASON_LINE_FIELD", "REASON_TIME_FIELD",
-           "REASON_NO_LEVEL", "REASONS", "ISO_TIME", "DEFAULT_LINE"]
+           "REASON_NO_LEVEL", "REASON_DIMENSION", "REASONS", "cut_dimension", "expected_series",
+           "ISO_TIME", "DEFAULT_LINE"]
 
 REASON_EMPTY = "empty line"
 REASON_FORMAT = "does not start with 'YYYY-MM-DD HH:MM:SS LEVEL'"
@@ -44,9 +53,11 @@ REASON_NOT_JSON = "not a JSON object"
 REASON_LINE_FIELD = "line field missing or not a string"
 REASON_TIME_FIELD = "time field missing or not a string or number"
 REASON_NO_LEVEL = "no level"
+# A --group-by field holding a JSON object or array (checked last: any other reason wins).
+REASON_DIMENSION = "invalid dimension"
 REASONS = (REASON_EMPTY, REASON_FORMAT, REASON_TIMESTAMP, REASON_RANGE, REASON_LATE,
            REASON_NO_MATCH, REASON_NOT_JSON, REASON_LINE_FIELD, REASON_TIME_FIELD,
-           REASON_NO_LEVEL)
+           REASON_NO_LEVEL, REASON_DIMENSION)
 
 # ISO 8601 as the default rule and --line-regex's time group take it. Both sides are ASCII-only
 # (\d is 0-9 in Java without (?U), and in Python's bytes patterns and under re.ASCII).
@@ -82,6 +93,7 @@ _CONTINUATION = re.compile(CONTINUATION.replace(r"\z", r"\Z"), re.ASCII)
 class Parsed:
     minute: int  # UTC minute index
     level: str  # upper-cased
+    dims: tuple[str, ...] = ()  # the --group-by values, in flag order
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,27 +129,75 @@ def strip_terminator(raw: bytes) -> bytes:
     return raw
 
 
-def parse_record(raw: bytes, fmt: LineFormat) -> Parsed | Malformed | Continued:
-    """One Kafka record value -> Parsed, Malformed or (with --continuation-lines skip)
-    CONTINUED, by `fmt`'s rule."""
+def parse_record(raw: bytes, fmt: LineFormat,
+                 key: bytes | None = None) -> Parsed | Malformed | Continued:
+    """One Kafka record (value, and key for a `key` dimension) -> Parsed, Malformed or (with
+    --continuation-lines skip) CONTINUED, by `fmt`'s rule; a continuation has no dimensions."""
     try:
         if fmt.kind in ("default", "regex"):
-            return _line(raw, fmt)
+            got = _line(raw, fmt)
+            if isinstance(got, Continued):
+                return got
+            return _with_dims(got[0], fmt, None, got[1], key)
         obj = _json_object(raw)
         if fmt.kind == "json-line":
             line = _field(obj, fmt.json_line_field)
             if not isinstance(line, str):
                 raise _Bad(REASON_LINE_FIELD)
-            return _line(line.encode("utf-8", "surrogatepass"), fmt)
-        return _structured(obj, fmt)
+            got = _line(line.encode("utf-8", "surrogatepass"), fmt)
+            if isinstance(got, Continued):
+                return got
+            return _with_dims(got[0], fmt, obj, got[1], key)
+        return _with_dims(_structured(obj, fmt), fmt, obj, {}, key)
     except _Bad as bad:
         return Malformed(bad.reason)
+
+
+def cut_dimension(text: str) -> str:
+    """A dimension value as the output holds it: at most DIM_MAX_BYTES bytes of UTF-8, cut at a
+    character boundary; a lone surrogate (JSON's "\\ud800") is '?', as Spark's variant reads it."""
+    b = text.encode("utf-8", "replace")
+    return b[:DIM_MAX_BYTES].decode("utf-8", "ignore") if len(b) > DIM_MAX_BYTES else b.decode()
+
+
+def _dim_value(d: Dim, parsed: Parsed, obj: dict | None, groups: dict, key: bytes | None) -> str:
+    if d.kind == "level":
+        return cut_dimension(parsed.level)
+    if d.kind == "key":
+        return cut_dimension((key or b"").decode("utf-8", "replace"))
+    if d.kind == "group":
+        return cut_dimension(groups.get(d.source) or "")
+    assert obj is not None
+    v = _field(obj, d.source)
+    if isinstance(v, dict | list):
+        raise _Bad(REASON_DIMENSION)
+    return cut_dimension(_level_text(v))
+
+
+def _with_dims(parsed: Parsed, fmt: LineFormat, obj: dict | None, groups: dict,
+               key: bytes | None) -> Parsed:
+    if not fmt.group_by:
+        return parsed
+    dims = tuple(_dim_value(d, parsed, obj, groups, key) for d in fmt.group_by)
+    return Parsed(parsed.minute, parsed.level, dims)
 
 
 def counted_minute(raw: bytes, fmt: LineFormat) -> str | None:
     """The minute ('YYYY-MM-DD HH:MM:00') a record counts for under `fmt`, None if it does not."""
     p = parse_record(raw, fmt)
-    return minute_label(p.minute) if isinstance(p, Parsed) and p.level in fmt.levels else None
+    return minute_label(p.minute) if isinstance(p, Parsed) and fmt.counts(p.level) else None
+
+
+def expected_series(records: Iterable[tuple[bytes | None, bytes]],
+                    fmt: LineFormat) -> dict[tuple[str, ...], int]:
+    """Counts per (minute label, *dimension values) of (key, value) records `fmt` counts."""
+    out: dict[tuple[str, ...], int] = {}
+    for key, raw in records:
+        p = parse_record(raw, fmt, key)
+        if isinstance(p, Parsed) and fmt.counts(p.level):
+            k = (minute_label(p.minute), *p.dims)
+            out[k] = out.get(k, 0) + 1
+    return out
 
 
 def expected_counts(records: Iterable[bytes], fmt: LineFormat) -> dict[str, int]:
@@ -153,7 +213,7 @@ def expected_counts(records: Iterable[bytes], fmt: LineFormat) -> dict[str, int]
 # --- text lines -------------------------------------------------------------------------------
 
 
-def _line(raw: bytes, fmt: LineFormat) -> Parsed | Continued:
+def _line(raw: bytes, fmt: LineFormat) -> tuple[Parsed, dict] | Continued:
     if fmt.continuation == "dlq":
         return _log_line(raw, fmt)
     try:
@@ -170,7 +230,9 @@ def is_continuation(line: bytes) -> bool:
     return not line or _CONTINUATION.match(line.decode("utf-8", "replace")) is not None
 
 
-def _log_line(raw: bytes, fmt: LineFormat) -> Parsed:
+def _log_line(raw: bytes, fmt: LineFormat) -> tuple[Parsed, dict]:
+    """-> the parsed line and the regex's named groups (empty for the default rule)."""
+    groups: dict = {}
     line = strip_terminator(raw)
     if not line:
         raise _Bad(REASON_EMPTY)
@@ -186,10 +248,11 @@ def _log_line(raw: bytes, fmt: LineFormat) -> Parsed:
         if m is None:
             raise _Bad(REASON_NO_MATCH)
         text, level = m.group("time") or "", m.group("level") or ""
+        groups = m.groupdict()
     minute = _time_text(text, fmt)
     if not level:
         raise _Bad(REASON_NO_LEVEL)
-    return Parsed(minute, level.upper())
+    return Parsed(minute, level.upper()), groups
 
 
 # Java's line terminators: its '.' stops at each, its '$' matches before a final one (\r\n too).

@@ -27,7 +27,7 @@ from typing import TypeVar
 from zoneinfo import ZoneInfo
 
 from logcount.formats.rule import minute_label
-from logcount.formats.spec import FormatError, check_timezone
+from logcount.formats.spec import ALL_LEVELS, FormatError, check_timezone
 
 __all__ = ["SHAPES", "RUN_FLAGS", "TRACE_SHAPES", "ZONELESS", "DIMENSIONS", "SyntheticRecord",
            "synthetic_records", "synthetic_lines", "expected_from_records", "parse_group_by",
@@ -83,11 +83,12 @@ class SyntheticRecord:
 
 def expected_from_records(records: Iterable[SyntheticRecord],
                           levels: Iterable[str]) -> dict[str, int]:
-    """Per-minute counts ('YYYY-MM-DD HH:MM:00' -> n) of the records of `levels`, by key."""
+    """Per-minute counts ('YYYY-MM-DD HH:MM:00' -> n) of the records of `levels`, by key
+    (`*`: every level)."""
     wanted = {lv.upper() for lv in levels}
     out: dict[int, int] = {}
     for r in records:
-        if r.minute is not None and r.level in wanted:
+        if r.minute is not None and (r.level in wanted or ALL_LEVELS in wanted):
             out[r.minute] = out.get(r.minute, 0) + 1
     return {minute_label(m): n for m, n in sorted(out.items())}
 

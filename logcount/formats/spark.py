@@ -5,8 +5,9 @@ and minute, in Spark SQL built-ins only (JVM code generation, no Python per row)
 The pure twin is logcount/formats/rule.py; both follow its reasons and their order. Columns of
 `line_frame(df, fmt)`: p, offset, value, reason (null when well formed), counted, minute (binary
 'YYYY-MM-DD HH:MM' from the seed fast path, else null) and mi (the UTC minute index from every
-other path, else null). Exactly one of minute and mi is set on a counted line. With
-`--continuation-lines skip` a last column, cont, is true on a continuation line (reason null,
+other path, else null), then d0, d1, ... (the --group-by values, one per dimension; the rows need a
+`key` column when one is the record key). Exactly one of minute and mi is set on a counted line.
+With `--continuation-lines skip` a last column, cont, is true on a continuation line (reason null,
 counted false).
 """
 
@@ -18,6 +19,7 @@ from logcount.formats.rule import (
     CONTINUATION,
     DEFAULT_LINE,
     ISO_TIME,
+    REASON_DIMENSION,
     REASON_EMPTY,
     REASON_FORMAT,
     REASON_LINE_FIELD,
@@ -28,9 +30,16 @@ from logcount.formats.rule import (
     REASON_TIME_FIELD,
     REASON_TIMESTAMP,
 )
-from logcount.formats.spec import EPOCH_MINUTE, MINUTE_END, FormatError, LineFormat
+from logcount.formats.spec import (
+    ALL_LEVELS,
+    DIM_MAX_BYTES,
+    EPOCH_MINUTE,
+    MINUTE_END,
+    FormatError,
+    LineFormat,
+)
 
-__all__ = ["line_frame", "check_regex", "HEAD_BYTES"]
+__all__ = ["line_frame", "check_regex", "HEAD_BYTES", "dim_columns"]
 
 # The seed fast path: `YYYY-MM-DD HH:MM:SS LEVEL ` in the first HEAD_BYTES, read by fixed positions
 # and digit arithmetic (no timestamp parsing, no string building) so the seed format stays as fast
@@ -63,9 +72,15 @@ def _stages(context, fmt: LineFormat) -> tuple[tuple, ...]:
     """The selects, in order, that take Kafka rows to line_frame's columns."""
     from pyspark.sql import functions as F
 
-    plan = _Plan(F.col("partition").cast("int").alias("p"), F.col("offset"), F.col("value"))
+    base = [F.col("partition").cast("int").alias("p"), F.col("offset"), F.col("value")]
+    if any(d.kind == "key" for d in fmt.group_by):
+        base.append(F.col("key"))
+    plan = _Plan(*base)
     if fmt.kind in ("default", "regex"):
-        return plan.finish(*_line_rule(plan, F.col("value"), fmt, fast=_fast_ok(fmt)))
+        reason, counted, minute, mi, level, groups, cont = _line_rule(
+            plan, F.col("value"), fmt, fast=_fast_ok(fmt))
+        reason, dims = _dims(plan, fmt, reason, level, groups)
+        return plan.finish(reason, counted, minute, mi, dims, cont)
     # A JSON object starts with '{' after JSON whitespace; try_parse_json takes any value.
     text = F.col("value").cast("string")
     is_object = text.rlike("^[ \t\n\r]*\\{")
@@ -75,14 +90,17 @@ def _stages(context, fmt: LineFormat) -> tuple[tuple, ...]:
         is_string = F.schema_of_variant(lf) == "STRING"
         ln = plan.let(ln=F.when(is_string, F.try_variant_get(lf, "$", "string")
                                 .cast("binary")))["ln"]
-        reason, counted, minute, mi, cont = _line_rule(plan, ln, fmt, fast=False)
+        reason, counted, minute, mi, level, groups, cont = _line_rule(plan, ln, fmt, fast=False)
         reason = (F.when(j.isNull(), F.lit(REASON_NOT_JSON))
                   .when(ln.isNull(), F.lit(REASON_LINE_FIELD)).otherwise(reason))
         if cont is not None:  # only a line read out of its envelope can continue an event
             cont = j.isNotNull() & ln.isNotNull() & cont
-        return plan.finish(reason.alias("reason"), counted, minute, mi, cont)
+        reason, dims = _dims(plan, fmt, reason, level, groups, j)
+        return plan.finish(reason, counted, minute, mi, dims, cont)
     c = plan.let(tf=_field(j, fmt.json_time_field), lvf=_field(j, fmt.json_level_field))
-    return plan.finish(*_structured(plan, j, c["tf"], c["lvf"], fmt))
+    reason, counted, minute, mi, level = _structured(plan, j, c["tf"], c["lvf"], fmt)
+    reason, dims = _dims(plan, fmt, reason, level, {}, j)
+    return plan.finish(reason, counted, minute, mi, dims)
 
 
 class _Plan:
@@ -92,7 +110,7 @@ class _Plan:
     prefix, the parsed time) into every use."""
 
     def __init__(self, *base) -> None:
-        self.names = ["p", "offset", "value"]
+        self.names = ["p", "offset", "value"] + (["key"] if len(base) > 3 else [])
         self.stages: list[tuple] = [base]
 
     def let(self, **exprs) -> dict:
@@ -103,12 +121,70 @@ class _Plan:
         self.names += list(exprs)
         return {n: F.col(n) for n in exprs}
 
-    def finish(self, reason, counted, minute, mi, cont=None) -> tuple[tuple, ...]:
-        last = () if cont is None else (cont.alias("cont"),)
+    def finish(self, reason, counted, minute, mi, dims=(), cont=None) -> tuple[tuple, ...]:
+        from pyspark.sql import functions as F
+
+        last: tuple = ()
+        if cont is not None:  # a continuation is never malformed, whatever its dimensions
+            reason, last = F.when(~cont, reason), (cont.alias("cont"),)
         self.stages.append(("p", "offset", "value", reason.alias("reason"),
                             counted.alias("counted"), minute.alias("minute"), mi.alias("mi"),
-                            *last))
+                            *(d.alias(n) for n, d in zip(dim_columns(len(dims)), dims,
+                                                         strict=True)), *last))
         return tuple(self.stages)
+
+
+def dim_columns(n: int) -> tuple[str, ...]:
+    """The names of line_frame's dimension columns."""
+    return tuple(f"d{i}" for i in range(n))
+
+
+def _cut(s):
+    """A valid UTF-8 string column -> at most DIM_MAX_BYTES bytes of it, cut where a character
+    starts (a continuation byte is 0x80-0xBF; a character has at most 4 bytes)."""
+    from pyspark.sql import functions as F
+
+    b = s.cast("binary")
+
+    def cont(i: int):
+        return F.hex(F.substring(b, i, 1)).between("80", "BF")
+
+    n = DIM_MAX_BYTES
+    keep = (F.when(~cont(n + 1), n).when(~cont(n), n - 1).when(~cont(n - 1), n - 2)
+            .otherwise(n - 3))
+    return F.when(F.octet_length(s) <= n, s).otherwise(F.substring(b, F.lit(1), keep)
+                                                       .cast("string"))
+
+
+def _dims(plan: _Plan, fmt: LineFormat, reason, level, groups: dict, j=None):
+    """(reason with `invalid dimension` last, the --group-by value columns)."""
+    from pyspark.sql import functions as F
+
+    if not fmt.group_by:
+        return reason, []
+    values: list = []
+    invalid = None
+    for d in fmt.group_by:
+        if d.kind == "level":
+            v = F.upper(level)
+        elif d.kind == "key":
+            v = F.make_valid_utf8(F.coalesce(F.col("key").cast("string"), F.lit("")))
+        elif d.kind == "group":
+            v = groups[d.source]
+        else:
+            c = plan.let(**{f"dv{len(values)}": _field(j, d.source)})
+            f = c[f"dv{len(values)}"]
+            t = F.schema_of_variant(f)
+            bad = t.startswith("OBJECT") | t.startswith("ARRAY")
+            invalid = bad if invalid is None else invalid | bad
+            v = F.when(f.isNull() | (t == "VOID"), F.lit("")).otherwise(
+                F.try_variant_get(f, "$", "string"))
+        values.append(v)
+    c = plan.let(**{f"dc{i}": _cut(F.coalesce(v, F.lit(""))) for i, v in enumerate(values)})
+    if invalid is not None:
+        r = plan.let(r0=reason)["r0"]
+        reason = F.when(r.isNull() & invalid, F.lit(REASON_DIMENSION)).otherwise(r)
+    return reason, [c[f"dc{i}"] for i in range(len(values))]
 
 
 def check_regex(spark, fmt: LineFormat) -> None:
@@ -145,9 +221,18 @@ def _field(j, path: str | None):
     return F.when(present, literal).otherwise(nested)
 
 
+def _counted(level, fmt: LineFormat):
+    """Whether a well formed line's level (a column) counts; '*': every one."""
+    from pyspark.sql import functions as F
+
+    if fmt.levels == (ALL_LEVELS,):
+        return F.lit(True)
+    return F.upper(level).isin(*fmt.levels)
+
+
 def _line_rule(plan: _Plan, ln, fmt: LineFormat, fast: bool):
-    """A text line (binary column) -> reason, counted, minute, mi, cont columns (cont: None
-    unless --continuation-lines skip).
+    """A text line (binary column) -> reason, counted, minute, mi, level columns, the
+    --group-by regex groups' columns by name, and cont (None unless --continuation-lines skip).
 
     Only the costly values (the regex's match, the parsed time) get a select of their own;
     the cheap ones are written where they are used. With the seed fast path every general
@@ -177,15 +262,19 @@ def _line_rule(plan: _Plan, ln, fmt: LineFormat, fast: bool):
         c = plan.let(level=word, stamp=F.translate(F.left(m, F.length(m) - F.length(word) - 1),
                                                    "[]", ""))
         no_match, no_level = m == "", F.lit(False)
+        groups = {}
     else:
         # Java's own ${name} reads a named group (an unmatched one gives ""): one replacement
         # of the whole line per group. On a line that does not match it returns the line,
         # which `nm` (checked first) sends to the DLQ.
         whole = f"^(?:{fmt.line_regex})(?s:.*)\\z"
+        wanted = {f"g_{d.source}": F.regexp_replace(text, whole, "${" + d.source + "}")
+                  for d in fmt.group_by if d.kind == "group"}
         c = plan.let(stamp=F.regexp_replace(text, whole, "${time}"),
                      level=F.regexp_replace(text, whole, "${level}"),
-                     nm=~text.rlike(f"^(?:{fmt.line_regex})"))
+                     nm=~text.rlike(f"^(?:{fmt.line_regex})"), **wanted)
         no_match, no_level = c["nm"], c["level"] == ""
+        groups = {d.source: c[f"g_{d.source}"] for d in fmt.group_by if d.kind == "group"}
     level = c["level"]
     invalid, mi, out_of_range = _read_time(plan, c["stamp"], fmt,
                                            iso_checked=fmt.line_kind == "default")
@@ -195,7 +284,7 @@ def _line_rule(plan: _Plan, ln, fmt: LineFormat, fast: bool):
               .when(invalid, F.lit(REASON_TIMESTAMP))
               .when(out_of_range, F.lit(REASON_RANGE))
               .when(no_level, F.lit(REASON_NO_LEVEL)))
-    counted = F.upper(level).isin(*fmt.levels)
+    counted = _counted(level, fmt)
     cont = None
     if fmt.continuation == "skip":
         # Only a refused line can be a continuation (rule.CONTINUATION): a select of its own
@@ -206,7 +295,7 @@ def _line_rule(plan: _Plan, ln, fmt: LineFormat, fast: bool):
                                                                  F.lit(False))))["cont"]
         reason, counted = F.when(~cont, r), ~cont & counted
     if not fast:
-        return reason, counted, F.lit(None).cast("binary"), mi, cont
+        return reason, counted, F.lit(None).cast("binary"), mi, level, groups, cont
     v = ln
 
     def part(pos: int, length: int):
@@ -231,16 +320,19 @@ def _line_rule(plan: _Plan, ln, fmt: LineFormat, fast: bool):
     # The exact bytes first (the usual upper-case level), then case-insensitively, but only
     # where the first letter could be the level's: upper-casing every other line (INFO, WARN,
     # DEBUG: most of them) made the seed format's per-line work 15 % dearer (1M lines, warm).
-    fast_counted = None
+    fast_counted = F.lit(True) if fmt.levels == (ALL_LEVELS,) else None
     first = part(21, 1)
-    for lv in fmt.levels:
+    for lv in () if fast_counted is not None else fmt.levels:
         word = part(21, len(lv) + 1)
         maybe = first.isin(lit(lv[0].upper()), lit(lv[0].lower()))
         hit = (word == lit(lv + " ")) | (maybe & (F.upper(word.cast("string")) == lv + " "))
         fast_counted = hit if fast_counted is None else fast_counted | hit
+    # The head's level: the word at byte 21, up to the space the head's shape guarantees.
+    fast_level = F.substring_index(part(21, HEAD_BYTES).cast("string"), " ", 1)
     return (F.when(head, F.when(~time_ok, F.lit(REASON_TIMESTAMP))).otherwise(reason),
             F.when(head, fast_counted).otherwise(counted),
-            F.when(head, part(1, 16)), F.when(~head, mi), cont)
+            F.when(head, part(1, 16)), F.when(~head, mi),
+            F.when(head, fast_level).otherwise(level), groups, cont)
 
 
 def _read_time(plan: _Plan, stamp, fmt: LineFormat, iso_checked: bool):
@@ -280,7 +372,7 @@ def _read_time(plan: _Plan, stamp, fmt: LineFormat, iso_checked: bool):
 
 
 def _structured(plan: _Plan, j, tf, lvf, fmt: LineFormat):
-    """Time and level fields (variants) -> reason, counted, minute, mi columns."""
+    """Time and level fields (variants) -> reason, counted, minute, mi, level columns."""
     from pyspark.sql import functions as F
 
     c = plan.let(t_type=F.schema_of_variant(tf), lv_type=F.schema_of_variant(lvf))
@@ -306,4 +398,4 @@ def _structured(plan: _Plan, j, tf, lvf, fmt: LineFormat):
               .when(is_number & ~q_ok, F.lit(REASON_RANGE))
               .when(level == "", F.lit(REASON_NO_LEVEL)))
     mi = F.when(is_text, text_mi).otherwise(F.when(q_ok, F.floor(q) + EPOCH_MINUTE))
-    return reason, F.upper(level).isin(*fmt.levels), F.lit(None).cast("binary"), mi
+    return reason, _counted(level, fmt), F.lit(None).cast("binary"), mi, level

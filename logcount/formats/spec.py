@@ -16,6 +16,7 @@ tests/integration/test_spark_rule.py holds the two together record by record.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 import zoneinfo
@@ -25,8 +26,9 @@ from datetime import date
 from logcount.formats import pattern as _pat
 
 __all__ = ["FormatError", "LineFormat", "DEFAULT_LEVELS", "EPOCH_MINUTE", "MINUTE_END",
-           "parse_levels", "parse_field_path", "check_timezone", "java_regex_groups", "TimePattern",
-           "CONTINUATION_MODES"]
+           "ALL_LEVELS", "Dim", "DEFAULT_MAX_SERIES", "MAX_DIMS", "DIM_MAX_BYTES", "OVERFLOW",
+           "parse_group_by", "parse_levels", "parse_field_path", "check_timezone",
+           "java_regex_groups", "TimePattern", "CONTINUATION_MODES"]
 
 
 
@@ -49,10 +51,19 @@ _LEVEL = re.compile(r"[A-Za-z0-9_]+")
 _OFFSET = re.compile(r"([+-])(\d{2}):(\d{2})")
 
 
+# --level '*': every line with a valid time and a level counts, whatever the level.
+ALL_LEVELS = "*"
+
+
 def parse_levels(text: str) -> tuple[str, ...]:
     """'ERROR, fatal,Critical' -> ('CRITICAL', 'ERROR', 'FATAL'): upper-cased, unique, sorted, so
-    that the same set is the same identity whatever its order."""
+    that the same set is the same identity whatever its order. '*' alone: every level."""
     items = [t.strip() for t in text.split(",")]
+    if ALL_LEVELS in items:
+        if len(items) > 1:
+            raise FormatError(f"--level '*' counts every level: give it alone, not mixed with "
+                              f"level names; got {text!r}")
+        return (ALL_LEVELS,)
     bad = [t for t in items if not _LEVEL.fullmatch(t)]
     if not items or bad:
         raise FormatError(f"--level takes a comma-separated list of level words (letters, "
@@ -218,6 +229,78 @@ def _compile(pattern: str) -> TimePattern:
     return TimePattern(pattern, items, bool(seen & {"X", "Z"}), _overflow_guard(items))
 
 
+# --- --group-by: the dimensions of a series -------------------------------------------------
+
+MAX_DIMS = 3  # a DATETIME and three VARCHAR(255) utf8mb4 columns fit InnoDB's 3,072-byte key
+DIM_MAX_BYTES = 255  # a value's UTF-8 bytes; longer ones are cut at a character boundary
+OVERFLOW = "__other__"  # every dimension of the overflow series (--max-series)
+# The distinct dimension tuples a stage names (--max-series): each live one costs a cell, an
+# output record and a state record per batch; 10,000 keeps that near 0.25 s of driver time.
+# Figures: docs/tuning.md#series-cells
+DEFAULT_MAX_SERIES = 10_000
+# Series ids share an int64 with the minute index in the state (minute << 30 | id).
+MAX_SERIES_LIMIT = (1 << 30) - 2
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_RESERVED = ("log_time", "log_count")
+
+
+@dataclass(frozen=True)
+class Dim:
+    """One --group-by dimension: its output NAME and where its value comes from, `kind` one of
+    'field' (a JSON field path), 'group' (a --line-regex named group), 'level' or 'key'."""
+
+    name: str
+    kind: str
+    source: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.name}={self.source}"
+
+
+def parse_group_by(text: str, kind: str, line_regex: str | None) -> tuple[Dim, ...]:
+    """'host=host.name,level' -> Dims, checked against the format (its `kind`, LineFormat.kind,
+    and its regex's groups). SOURCE `level` and `key` come first, then a regex group, then a
+    JSON field path (only where the record is JSON)."""
+    items = [t.strip() for t in text.split(",")]
+    if not text.strip() or any(not t for t in items):
+        raise FormatError(f"--group-by takes DIM[,DIM...], each NAME or NAME=SOURCE; got "
+                          f"{text!r}")
+    if len(items) > MAX_DIMS:
+        raise FormatError(f"--group-by takes at most {MAX_DIMS} dimensions, got {len(items)}")
+    groups = java_regex_groups(line_regex) - {"time", "level"} if line_regex else set()
+    dims: list[Dim] = []
+    for item in items:
+        name, eq, source = item.partition("=")
+        if not eq:
+            source, name = item, item.rsplit(".", 1)[-1]
+        name, source = name.strip(), source.strip()
+        if source in ("level", "key"):
+            dim_kind = source
+        elif source in groups:
+            dim_kind = "group"
+        elif kind in ("json", "json-line"):
+            parse_field_path(source, "--group-by")
+            dim_kind = "field"
+        elif line_regex is not None:
+            has = ", ".join(sorted(groups)) or "none besides time and level"
+            raise FormatError(f"--group-by {source!r}: --line-regex has no such named group "
+                              f"(it has: {has})")
+        else:
+            raise FormatError(f"--group-by {source!r}: a field path needs JSON records "
+                              f"(--json-line-field or --json-time-field); the default text rule "
+                              f"has only level and key")
+        if not _NAME.fullmatch(name):
+            raise FormatError(f"--group-by: {name!r} is not a dimension NAME (letters, digits "
+                              f"and _, starting with a letter): write NAME={source}")
+        if name in _RESERVED:
+            raise FormatError(f"--group-by: the NAME {name} is reserved; write OTHER={source}")
+        if any(d.name == name for d in dims):
+            raise FormatError(f"--group-by: the NAME {name} is given twice")
+        dims.append(Dim(name, dim_kind, source))
+    return tuple(dims)
+
+
 # --- the format -------------------------------------------------------------------------------
 
 
@@ -233,13 +316,16 @@ class LineFormat:
     json_time_field: str | None = None
     json_level_field: str | None = None
     continuation: str = "dlq"  # --continuation-lines
+    group_by: tuple[Dim, ...] = ()
+    max_series: int = DEFAULT_MAX_SERIES
 
     @classmethod
     def from_flags(cls, level: str = "ERROR", timezone: str = "UTC",
                    line_regex: str | None = None, time_pattern: str | None = None,
                    json_line_field: str | None = None, json_time_field: str | None = None,
                    json_level_field: str | None = None,
-                   continuation_lines: str = "dlq") -> LineFormat:
+                   continuation_lines: str = "dlq", group_by: str | None = None,
+                   max_series: int = DEFAULT_MAX_SERIES) -> LineFormat:
         levels = parse_levels(level)
         if continuation_lines not in CONTINUATION_MODES:
             raise FormatError(f"--continuation-lines must be dlq or skip, got "
@@ -276,8 +362,13 @@ class LineFormat:
                 raise FormatError("--time-pattern reads the time group of --line-regex or the "
                                   "--json-time-field text; the default rule reads ISO 8601")
             TimePattern.compile(time_pattern)
-        return cls(levels, timezone, line_regex, time_pattern, json_line_field,
-                   json_time_field, json_level_field, continuation_lines)
+        if not 1 <= max_series <= MAX_SERIES_LIMIT:
+            raise FormatError(f"--max-series must be between 1 and {MAX_SERIES_LIMIT}, got "
+                              f"{max_series}")
+        fmt = cls(levels, timezone, line_regex, time_pattern, json_line_field,
+                  json_time_field, json_level_field, continuation_lines)
+        dims = () if group_by is None else parse_group_by(group_by, fmt.kind, line_regex)
+        return dataclasses.replace(fmt, group_by=dims, max_series=max_series)
 
     @property
     def kind(self) -> str:
@@ -291,6 +382,10 @@ class LineFormat:
     @property
     def line_kind(self) -> str:
         return "regex" if self.line_regex is not None else "default"
+
+    def counts(self, level: str) -> bool:
+        """Whether a line of `level` (upper-cased) is counted."""
+        return self.levels == (ALL_LEVELS,) or level in self.levels
 
     @property
     def level_label(self) -> str:
@@ -309,13 +404,21 @@ class LineFormat:
                 "--json-line-field": self.json_line_field,
                 "--json-time-field": self.json_time_field,
                 "--json-level-field": self.json_level_field,
-                "--continuation-lines": self.continuation}
+                "--continuation-lines": self.continuation,
+                "--group-by": ",".join(d.text for d in self.group_by) or None,
+                "--max-series": str(self.max_series) if self.group_by else None}
 
     @classmethod
     def from_identity(cls, ident: dict[str, str | None]) -> LineFormat:
         """Inverse of identity(), for a stored state (unvalidated: it was valid when stored)."""
-        return cls(tuple(str(ident.get("--level") or "ERROR").split(",")),
-                   ident.get("--timezone") or "UTC", ident.get("--line-regex"),
-                   ident.get("--time-pattern"), ident.get("--json-line-field"),
-                   ident.get("--json-time-field"), ident.get("--json-level-field"),
-                   ident.get("--continuation-lines") or "dlq")
+        fmt = cls(tuple(str(ident.get("--level") or "ERROR").split(",")),
+                  ident.get("--timezone") or "UTC", ident.get("--line-regex"),
+                  ident.get("--time-pattern"), ident.get("--json-line-field"),
+                  ident.get("--json-time-field"), ident.get("--json-level-field"),
+                  ident.get("--continuation-lines") or "dlq")
+        group_by = ident.get("--group-by")
+        if not group_by:
+            return fmt
+        return dataclasses.replace(
+            fmt, group_by=parse_group_by(group_by, fmt.kind, fmt.line_regex),
+            max_series=int(ident.get("--max-series") or DEFAULT_MAX_SERIES))

@@ -18,12 +18,12 @@ from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
 from logcount.formats.rule import Continued, Malformed, minute_label, parse_record
-from logcount.formats.spark import line_frame
+from logcount.formats.spark import dim_columns, line_frame
 from logcount.formats.spec import LineFormat
 from logcount.pipeline.job import batch_frame, batch_result, compute_batch, projections, read_ranges
 from logcount.pipeline.offsets import OffsetRange
 from logcount.pipeline.totals import minute_index
-from tests.support.corpus import FORMATS, corpus
+from tests.support.corpus import FORMATS, GROUPED, corpus, grouped_corpus
 from tests.support.inputs import build_input
 from tests.support.pattern_corpus import Tok, pattern_text, patterns, text_for
 from tests.support.readers import end_offsets
@@ -113,20 +113,24 @@ TWIN_LINES = 2500
 TWIN_SEED = int(os.environ.get("LOGCOUNT_FORMAT_SEED", "26"))
 
 
-def twin_disagreements(spark, fmt: LineFormat, lines: list[bytes]) -> list[tuple]:
+def twin_disagreements(spark, fmt: LineFormat, lines: list[bytes],
+                       keys: list[bytes | None] | None = None) -> list[tuple]:
     """Every record on which formats.spark.line_frame and formats.rule.parse_record disagree:
-    (record, the twin's outcome, Spark's (reason, minute label, counted))."""
-    df = spark.createDataFrame([(i % 4, i, v) for i, v in enumerate(lines)],
-                               "partition int, offset long, value binary")
+    (record, the twin's outcome, Spark's (reason, minute label, counted[, dimension values]))."""
+    keys = keys or [None] * len(lines)
+    df = spark.createDataFrame([(i % 4, i, v, k) for i, (v, k) in enumerate(zip(lines, keys,
+                                                                                strict=True))],
+                               "partition int, offset long, value binary, key binary")
+    dcols = dim_columns(len(fmt.group_by))
     skip = fmt.continuation == "skip"
     cont = [F.col("cont")] if skip else [F.lit(False).alias("cont")]
     rows = line_frame(df, fmt).select("offset", "reason", "counted", "minute", "mi",
-                                      *cont).collect()
+                                      *dcols, *cont).collect()
     assert sorted(r["offset"] for r in rows) == list(range(len(lines)))
     wrong = []
     for r in rows:
         raw = lines[r["offset"]]
-        twin = parse_record(raw, fmt)
+        twin = parse_record(raw, fmt, keys[r["offset"]])
         minute = None
         if isinstance(twin, Continued) or r["cont"]:  # neither counted nor malformed
             if not (isinstance(twin, Continued) and r["cont"] and r["reason"] is None
@@ -142,10 +146,12 @@ def twin_disagreements(spark, fmt: LineFormat, lines: list[bytes]) -> list[tuple
             ok = r["reason"] == twin.reason
         else:
             ok = (r["reason"] is None and minute == twin.minute
-                  and r["counted"] == (twin.level in fmt.levels))
+                  and r["counted"] == fmt.counts(twin.level)
+                  and tuple(r[c] for c in dcols) == twin.dims)
         if not ok:
             label = minute_label(minute) if minute is not None else None
-            wrong.append((raw, twin, (r["reason"], label, r["counted"])))
+            wrong.append((raw, keys[r["offset"]], twin,
+                          (r["reason"], label, r["counted"], *(r[c] for c in dcols))))
     return wrong
 
 
@@ -170,6 +176,23 @@ def test_the_spark_plan_and_the_pure_twin_agree_on_every_record(spark, name, int
     assert malformed > 100 and counted > 100, "the corpus must exercise both sides"
     continued = sum(isinstance(o, Continued) for o in outcomes)
     assert (continued > 100) == (fmt.continuation == "skip"), "and continuation lines"
+
+
+@pytest.mark.parametrize("name", list(GROUPED))
+def test_the_plan_and_the_twin_agree_on_every_dimension_value(spark, name):
+    """--group-by values (JSON fields, regex groups, the level, the record key) and --level '*'
+    on generated (key, value) records (tests/support/corpus.py GROUPED): the same reason, or
+    the same minute, counted flag and every dimension value, cut and replaced alike."""
+    fmt = GROUPED[name][0]
+    records = grouped_corpus(name, TWIN_LINES, TWIN_SEED)
+    keys, lines = [k for k, _ in records], [v for _, v in records]
+    for interpreted in (False, True):
+        with projections(spark, interpreted):
+            wrong = twin_disagreements(spark, fmt, lines, keys)
+        assert not wrong, f"{len(wrong)} of {len(lines)} disagree under {fmt}: {wrong[:6]}"
+    outcomes = [parse_record(v, fmt, k) for k, v in records]
+    dims = {o.dims for o in outcomes if not isinstance(o, Malformed) and fmt.counts(o.level)}
+    assert len(dims) >= 3, "the corpus must exercise several series"
 
 
 def _edge(reason: str, raw: bytes, **flags: str):

@@ -267,8 +267,30 @@ def _serialise(tree: Tree, rng: random.Random, ws: str, top: bool) -> str:
     return "{" + ws + ("," + ws).join(items) + ws + "}"
 
 
-def envelope(field: str, line: Gen) -> Gen:
-    """--json-line-field: shippers' envelopes (Filebeat, Docker's json-file log) holding a line."""
+# --group-by values: case and padding, separators and quotes, NUL, values around the 255-byte cut
+# (1-, 2- and 4-byte characters), numbers and booleans, objects and arrays.
+DIM_TOKENS = ['"web-1"', '"Web-1"', '"pad "', '"a|b"', '"q\\"uote"', '"new\\nline"', '"\\u0000nul"',
+              '"caf\u00e9"', json.dumps("x" * 300), json.dumps("a" * 254 + "\u00e9" * 3),
+              json.dumps("\u00e9" * 200), json.dumps("b" * 253 + "\U0001f600" * 2),
+              json.dumps("\u20ac" * 90), "42", "-1.5", "1e3", "50.00", "true", "false", "null",
+              "{}", "[]", '{"a": 1}', '["x"]', '"\\ud800"']
+
+
+def dim_token(rng: random.Random) -> str | None:
+    return None if rng.random() < 0.1 else rng.choice(DIM_TOKENS)
+
+
+KEYS = [None, b"", b"svc-1", b"\xff\xfe", b"caf\xc3\xa9", b"a\xc3", b"\xed\xa0\x80", b"k" * 300,
+        b"\xc3\xa9" * 200, b"nul\x00"]
+
+
+def record_key(rng: random.Random) -> bytes | None:
+    return rng.choice(KEYS) if rng.random() < 0.9 else rng.randbytes(rng.randrange(20))
+
+
+def envelope(field: str, line: Gen, extra: tuple[str, ...] = ()) -> Gen:
+    """--json-line-field: shippers' envelopes (Filebeat, Docker's json-file log) holding a line,
+    with `extra` field paths holding --group-by values."""
 
     def gen(rng: random.Random) -> bytes:
         if rng.random() < 0.05:
@@ -278,6 +300,8 @@ def envelope(field: str, line: Gen) -> Gen:
             tree["host"] = {"name": '"web-1"'}
         tok = line_field(rng, lambda r: line(r) + (b"\n" if r.random() < 0.3 else b""))
         _put(tree, field, tok, rng)
+        for path in extra:
+            _put(tree, path, dim_token(rng), rng)
         return _obj(rng, tree)
 
     return gen
@@ -326,9 +350,10 @@ def level_token(rng: random.Random) -> str | None:
     return None
 
 
-def structured(time_field: str, level_field: str, text: Gen | None = None) -> Gen:
+def structured(time_field: str, level_field: str, text: Gen | None = None,
+               extra: tuple[str, ...] = ()) -> Gen:
     """--json-time-field/--json-level-field: logstash, ECS, zap and pino records and their
-    near misses."""
+    near misses (with `extra` field paths holding --group-by values)."""
 
     def gen(rng: random.Random) -> bytes:
         if rng.random() < 0.05:
@@ -336,6 +361,8 @@ def structured(time_field: str, level_field: str, text: Gen | None = None) -> Ge
         tree: Tree = {"message": _text(message(rng), rng)}
         _put(tree, time_field, time_token(rng, text), rng)
         _put(tree, level_field, level_token(rng), rng)
+        for path in extra:
+            _put(tree, path, dim_token(rng), rng)
         return _obj(rng, tree)
 
     return gen
@@ -454,3 +481,31 @@ def corpus(name: str, n: int, seed: int) -> list[bytes]:
     gens = [g for _, g in FORMATS.values()]
     own = FORMATS[name][1]
     return [own(rng) if rng.random() >= 0.04 else rng.choice(gens)(rng) for _ in range(n)]
+
+
+LOGGER_RE = r"(?<time>\S+ \S+) (?<level>[A-Za-z]*) (?<logger>\S*)"
+# Formats with --group-by (kept apart from FORMATS, whose corpora they would otherwise change).
+GROUPED: dict[str, tuple[LineFormat, Gen]] = {
+    "default-by-level-key": (LineFormat.from_flags(level="*", group_by="level,k=key"),
+                             default_line),
+    "default-new-york-by-level": (LineFormat.from_flags(level="error,info,warn", timezone=NEW_YORK,
+                                                        group_by="level"), default_line),
+    "regex-by-logger": (LineFormat.from_flags(line_regex=LOGGER_RE, level="*",
+                                              group_by="logger,level"), any_line),
+    "filebeat-by-host-ns": (LineFormat.from_flags(
+        json_line_field="message", level="*",
+        group_by="host.name,ns=kubernetes.namespace_name,level"),
+        envelope("message", default_line, ("host.name", "kubernetes.namespace_name"))),
+    "ecs-by-service-key": (LineFormat.from_flags(
+        json_time_field="@timestamp", json_level_field="log.level", group_by="service.name,k=key"),
+        structured("@timestamp", "log.level", extra=("service.name",))),
+}
+
+
+def grouped_corpus(name: str, n: int, seed: int) -> list[tuple[bytes | None, bytes]]:
+    """n (key, value) records for GROUPED format `name` (about 4% from FORMATS' generators)."""
+    rng = random.Random(f"{name}:{seed}")
+    gens = [g for _, g in FORMATS.values()]
+    own = GROUPED[name][1]
+    return [(record_key(rng), own(rng) if rng.random() >= 0.04 else rng.choice(gens)(rng))
+            for _ in range(n)]

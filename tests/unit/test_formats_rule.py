@@ -9,6 +9,7 @@ import json
 import pytest
 
 from logcount.formats.rule import (
+    REASON_DIMENSION,
     REASON_EMPTY,
     REASON_FORMAT,
     REASON_LATE,
@@ -460,6 +461,8 @@ def test_every_reason_the_rule_gives_is_covered_here():
         REASON_LINE_FIELD: (b"{}", FILEBEAT),
         REASON_TIME_FIELD: (b"{}", LOGSTASH),
         REASON_NO_LEVEL: (b'{"@timestamp": "2017-07-30T14:09:08Z"}', LOGSTASH),
+        REASON_DIMENSION: (b'{"message": "2017-07-30 14:09:08 ERROR x", "host": {"a": 1}}',
+                           LineFormat.from_flags(json_line_field="message", group_by="host")),
     }
     assert set(samples) | {REASON_LATE} == set(REASONS)
     for reason, (raw, fmt) in samples.items():

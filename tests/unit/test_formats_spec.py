@@ -34,7 +34,7 @@ def test_levels_are_upper_cased_unique_and_sorted(text, levels):
 
 
 @pytest.mark.parametrize("text", ["", " ", "ERROR,", ",ERROR", "ERROR,,FATAL", "ERR OR", "E-R",
-                                  "\u00c9RROR", "ERROR;FATAL", "*"])
+                                  "\u00c9RROR", "ERROR;FATAL", "E*", "**"])
 def test_a_bad_level_list_is_a_format_error(text):
     with pytest.raises(FormatError, match="--level"):
         LineFormat.from_flags(level=text)

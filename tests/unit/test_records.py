@@ -40,3 +40,27 @@ def test_the_dlq_record_keeps_its_bytes_and_round_trips():
     assert v["raw_prefix_text"] == "\ufffd2017 bad \x00line"
     assert value.startswith(b'{"topic": "logs", "partition": 3, "offset": 41, ')
     assert decode_dead_letter(value) == d
+
+
+def test_a_grouped_record_keys_by_minute_and_values_and_adds_dims():
+    total = MinuteTotal("2017-07-30 14:09:00", 3, "*",
+                        (("host", 'web|1 "x"\n'), ("ns", "caf\u00e9"), ("level", "")))
+    key, value = encode_total(total)
+    assert key == '["2017-07-30 14:09:00","web|1 \\"x\\"\\n","caf\u00e9",""]'.encode()
+    assert json.loads(key) == ["2017-07-30 14:09:00", 'web|1 "x"\n', "caf\u00e9", ""]
+    assert value == ('{"log_time": "2017-07-30 14:09:00", "log_count": 3, "level": "*", '
+                     '"dims": {"host": "web|1 \\"x\\"\\n", "ns": "caf\u00e9", "level": ""}}'
+                     ).encode()
+    back = decode_total(value)
+    assert back == total and back.dims_dict == {"host": 'web|1 "x"\n', "ns": "caf\u00e9",
+                                                "level": ""}
+    # distinct values are distinct keys, whatever they hold
+    keys = {encode_total(MinuteTotal("m", 1, "*", (("a", a), ("b", b))))[0]
+            for a, b in [("x|y", "z"), ("x", "y|z"), ("x", "y,z"), ("x,y", "z")]}
+    assert len(keys) == 4
+
+
+def test_an_ungrouped_record_decodes_without_dims():
+    assert decode_total(b'{"log_time": "m", "log_count": 1, "level": "ERROR"}').dims == ()
+    with pytest.raises(ValueError):
+        decode_total(b'{"log_time": "m", "log_count": 1, "dims": ["x"]}')

@@ -133,3 +133,25 @@ def test_pacing_is_checked_where_it_is_read():
     with pytest.raises(ConfigError, match="below --health-stall-seconds"):
         _parse(RunSettings, ["--min-batch-interval", "30", "--health-stall-seconds", "30"]
                ).validate()
+
+
+@pytest.mark.parametrize(("argv", "match"), [
+    (["--group-by", "host.name"], "default text rule"),
+    (["--line-regex", r"(?<time>\S+ \S+) (?<level>\w+)", "--group-by", "logger"],
+     "no such named group"),
+    (["--json-line-field", "message", "--group-by", "a,b,c,d"], "at most 3"),
+    (["--json-line-field", "message", "--group-by", "log_count=x"], "reserved"),
+    (["--group-by", "level", "--max-series", "0"], "--max-series"),
+    (["--level", "*,ERROR"], "alone"),
+])
+def test_group_by_mistakes_are_one_config_error_line(argv, match):
+    with pytest.raises(ConfigError, match=match) as err:
+        _parse(RunSettings, argv).validate()
+    assert "\n" not in str(err.value)
+
+
+def test_group_by_reaches_the_line_format_and_env():
+    s = _parse(RunSettings, ["--json-line-field", "message"],
+               {"LOGCOUNT_GROUP_BY": "host.name,level", "LOGCOUNT_MAX_SERIES": "50"}).validate()
+    fmt = s.line_format
+    assert [d.name for d in fmt.group_by] == ["name", "level"] and fmt.max_series == 50

@@ -180,3 +180,12 @@ def test_readme_samples_are_counted_by_their_flags():
         fmt = line_format(shape)
         got = parse_record(sample.encode(), fmt)
         assert isinstance(got, Parsed) and got.level in fmt.levels, (shape, got)
+
+
+def test_every_level_is_expected_with_a_star():
+    from logcount.formats.shapes import expected_from_records, synthetic_records
+
+    records = list(synthetic_records("log4j2", 300, 5))
+    every = expected_from_records(records, ("*",))
+    assert sum(every.values()) == sum(r.minute is not None for r in records)
+    assert sum(every.values()) > sum(expected_from_records(records, ("ERROR",)).values())

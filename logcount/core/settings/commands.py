@@ -14,7 +14,7 @@ from logcount.core.settings.framework import AT_LEAST_1, PORT, POSITIVE, Setting
 from logcount.core.settings.groups import CountingFields, KafkaClientFields, ServiceFields
 from logcount.core.settings.values import MySQLUrl, mask_url, parse_duration_minutes
 from logcount.formats.shapes import SHAPES, check_group_by, parse_group_by
-from logcount.formats.spec import FormatError
+from logcount.formats.spec import DEFAULT_MAX_SERIES, FormatError
 
 _MYSQL = "mysql://root@127.0.0.1:3306/logcount"
 
@@ -25,7 +25,7 @@ class RunSettings(ServiceFields, CountingFields, KafkaClientFields):
 
     flag_order = ("once", "bootstrap_servers", "input_topic", "output_topic", "dlq_topic",
                   "group_id", "transactional_id", "master", CountingFields, "continuation_lines",
-                  "trigger_interval",
+                  "group_by", "max_series", "trigger_interval",
                   "min_batch_interval", "max_records_per_batch", "starting_offsets", "delivery",
                   "input_partitions", "output_partitions", "dlq_partitions",
                   "max_malformed_per_batch", "startup_timeout", "metrics_port",
@@ -52,6 +52,13 @@ class RunSettings(ServiceFields, CountingFields, KafkaClientFields):
         "space or tab, Caused by:, Traceback, an exception's name...: docs/contract.md): dlq "
         "sends them to the DLQ as malformed; skip takes them as part of the event before "
         "them, neither counted nor malformed"))
+    group_by: str | None = field(default=None, metadata=opt(
+        "count per series: up to 3 dimensions, each NAME or NAME=SOURCE, SOURCE a JSON field "
+        "path, a --line-regex named group, level or key (the record key); NAME defaults to "
+        "the source's last path segment", metavar="DIM[,DIM...]"))
+    max_series: int = field(default=DEFAULT_MAX_SERIES, metadata=opt(
+        "with --group-by: distinct dimension tuples named; lines of further tuples count under "
+        "the overflow series, every dimension __other__", metavar="N", **AT_LEAST_1))
     trigger_interval: float = field(
         default=1.0, metadata=opt("seconds to sleep when there is nothing new to read",
                                  **POSITIVE)

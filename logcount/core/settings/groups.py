@@ -14,7 +14,7 @@ from logcount.core.client_properties.secrets import is_secret_key
 from logcount.core.errors import ConfigError
 from logcount.core.settings.framework import PORT, POSITIVE, Settings, opt
 from logcount.core.settings.values import mask_kafka_config, parse_kafka_config
-from logcount.formats.spec import FormatError, LineFormat
+from logcount.formats.spec import DEFAULT_MAX_SERIES, FormatError, LineFormat
 
 _KAFKA = "127.0.0.1:9092"
 _KAFKA_CONFIG_HELP = (
@@ -94,7 +94,8 @@ class CountingFields(Settings):
 
     level: str = field(default="ERROR", metadata=opt(
         "the log level to count, or a comma-separated list counted together "
-        "(ERROR,FATAL,CRITICAL); compared case-insensitively", metavar="LEVELS"))
+        "(ERROR,FATAL,CRITICAL); compared case-insensitively; '*': every level",
+        metavar="LEVELS"))
     timezone: str = field(default="UTC", metadata=opt(
         "the zone of timestamps that carry none: an IANA name (Europe/Paris) or +HH:MM (west of "
         "UTC: --timezone=-05:00, with '='); output minutes are UTC", metavar="ZONE"))
@@ -119,10 +120,13 @@ class CountingFields(Settings):
     def line_format(self) -> LineFormat:
         """The counting flags as one validated LineFormat; a mistake is a ConfigError."""
         try:
+            # --group-by and --max-series are run's own (RunSettings)
             return LineFormat.from_flags(self.level, self.timezone, self.line_regex,
                                          self.time_pattern, self.json_line_field,
                                          self.json_time_field, self.json_level_field,
-                                         getattr(self, "continuation_lines", "dlq"))
+                                         getattr(self, "continuation_lines", "dlq"),
+                                         getattr(self, "group_by", None),
+                                         getattr(self, "max_series", DEFAULT_MAX_SERIES))
         except FormatError as exc:
             raise ConfigError(str(exc)) from None
 
