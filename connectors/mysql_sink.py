@@ -75,8 +75,11 @@ class MySQLSession:
     (connectors/sink_store.py), retried on a new connection after a transient error."""
 
     def __init__(self, url: MySQLUrl, stop: threading.Event | None = None,
-                 create_database: bool = False, tls_ca: str | None = None) -> None:
+                 create_database: bool = False, tls_ca: str | None = None,
+                 table: str = sink_store.DEFAULT_TABLE) -> None:
         self.url = url
+        self.table = table
+        self.tables_ready: set[tuple[str, ...]] = set()  # dimensions whose table was checked
         self.conn: pymysql.connections.Connection | None = None
         self.stop = stop or threading.Event()
         self.create_database = create_database
@@ -159,10 +162,17 @@ class MySQLSession:
         """Upsert the last total per minute and the next offsets, atomically; return the offsets
         (sink_store.write_batch). `topic_id` is the id this sink's drift check saw: if MySQL now
         holds another, the records are of another incarnation of the topic and nothing is
-        written."""
+        written. The counts table is created (or checked) first, in a transaction of its own:
+        DDL commits implicitly, so it cannot share the batch's."""
+        dims = sink_store.batch_dims(topic, totals)
+        if totals and dims not in self.tables_ready:
+            self.with_retry("creating the counts table", lambda conn: sink_store.
+                            ensure_counts_table(conn, self.table, topic, dims))
+            self.tables_ready.add(dims)
         nxt, changed = self.with_retry(
             "writing a batch",
-            lambda conn: sink_store.write_batch(conn, group, topic, totals, ends, topic_id))
+            lambda conn: sink_store.write_batch(conn, group, topic, totals, ends, topic_id,
+                                                self.table, dims))
         if changed is not None:
             raise TopicChangedError(
                 f"topic {topic} changed under this sink: MySQL's offsets are of topic id "
@@ -176,7 +186,7 @@ class MySQLSession:
 def decode(msg) -> Total | None:
     try:
         value = decode_total(msg.value())
-        return Total(msg.partition(), msg.offset(), value.minute, value.count)
+        return Total(msg.partition(), msg.offset(), value.minute, value.count, value.dims)
     except ValueError as exc:
         log.warning("skipping undecodable record %s/%d@%d: %s", msg.topic(), msg.partition(),
                     msg.offset(), exc)
@@ -187,7 +197,8 @@ class Sink:
     def __init__(self, s: SinkSettings) -> None:
         self.s = s
         self.stop = threading.Event()
-        self.store = MySQLSession(s.mysql, self.stop, s.create_database, s.mysql_tls_ca)
+        self.store = MySQLSession(s.mysql, self.stop, s.create_database, s.mysql_tls_ca,
+                                  s.table)
         self.assigned: set[int] = set()
         self.at_eof: set[int] = set()
         self.applied = 0

@@ -9,20 +9,25 @@ on MariaDB and MySQL 8. Each function here is the body of one transaction: the c
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pymysql
 
-from logcount.core.errors import DependencyError
+from logcount.core.errors import ConfigError, DependencyError
 from logcount.core.settings import MySQLUrl
 from logcount.core.sink_drift import topic_drift
 
-SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS error_log (
+DEFAULT_TABLE = "error_log"
+TABLE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+COUNTS_DDL = """CREATE TABLE IF NOT EXISTS error_log (
         log_time DATETIME PRIMARY KEY,
         log_count INT NOT NULL
-    )""",
+    )"""
+# The sink's bookkeeping; the counts table is created on the first batch, once its records say
+# whether they are grouped (counts_ddl).
+SCHEMA = (
     # 190 characters: the composite key stays under InnoDB's 3072-byte limit in utf8mb4.
     """CREATE TABLE IF NOT EXISTS kafka_offsets (
         group_id VARCHAR(190) NOT NULL,
@@ -62,6 +67,13 @@ UPSERT_TOPIC = (
 )
 DELETE_OFFSETS = "DELETE FROM kafka_offsets WHERE group_id = %s AND topic = %s"
 READ_TABLE = "SELECT log_time, log_count FROM error_log ORDER BY log_time"
+READ_COLUMNS = ("SELECT COLUMN_NAME FROM information_schema.COLUMNS "
+                "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION")
+# A grouped table's key: DATETIME (5 bytes) and up to 3 VARCHAR(255) of utf8mb4 (4 bytes a
+# character) = 3,065 bytes, under InnoDB's 3,072-byte limit on an index key.
+INNODB_KEY_BYTES = 3072
+KEY_BYTES_TIME, KEY_BYTES_DIM = 5, 255 * 4
+_NO_SUCH_TABLE = 1146
 
 _UNKNOWN_DB = 1049
 # How long one MySQL round trip may stay silent: a batch's write takes milliseconds (a second on a
@@ -78,6 +90,81 @@ class Total:
     offset: int
     log_time: str
     log_count: int
+    dims: tuple[tuple[str, str], ...] = ()  # (NAME, value) of a --group-by record
+
+
+def _table(name: str) -> str:
+    """The table as the SQL names it: the default exactly as before, any other backquoted."""
+    return name if name == DEFAULT_TABLE else f"`{name}`"
+
+
+def check_name(what: str, name: str) -> str:
+    """A table or column name we put into SQL: letters, digits and _, starting with a letter
+    (ConfigError otherwise: names come from flags and from the topic's records)."""
+    if not TABLE_NAME.fullmatch(name):
+        raise ConfigError(f"{what} {name!r}: not a MySQL name (letters, digits and _, "
+                          f"starting with a letter)")
+    return name
+
+
+def binary_collation(version: str) -> str:
+    """A binary, NO PAD utf8mb4 collation of the server (`SELECT VERSION()`): `Web-1` and
+    `web-1`, `pad` and `pad ` stay distinct keys."""
+    return "utf8mb4_nopad_bin" if "mariadb" in version.lower() else "utf8mb4_0900_bin"
+
+
+def counts_ddl(table: str, dims: Sequence[str], collation: str | None) -> str:
+    """The counts table: today's error_log shape without dimensions; else one VARCHAR(255)
+    column per dimension, in the records' order, all of them in the key."""
+    if not dims:
+        return COUNTS_DDL.replace("error_log", _table(check_name("--table", table)), 1)
+    key_bytes = KEY_BYTES_TIME + KEY_BYTES_DIM * len(dims)
+    if key_bytes > INNODB_KEY_BYTES:
+        raise ConfigError(f"MySQL table {table}: {len(dims)} dimensions make a {key_bytes}-byte "
+                          f"key, over InnoDB's {INNODB_KEY_BYTES} bytes (at most 3 dimensions)")
+    cols = "".join(f"\n        `{check_name('dimension', d)}` VARCHAR(255) CHARACTER SET utf8mb4 "
+                   f"COLLATE {collation} NOT NULL," for d in dims)
+    key = ", ".join(["log_time", *(f"`{d}`" for d in dims)])
+    return (f"CREATE TABLE IF NOT EXISTS `{check_name('--table', table)}` (\n"
+            f"        log_time DATETIME NOT NULL,{cols}\n"
+            f"        log_count INT NOT NULL,\n        PRIMARY KEY ({key})\n    )")
+
+
+def upsert_counts(table: str, dims: Sequence[str]) -> str:
+    """The counts upsert; without dimensions on error_log exactly UPSERT_COUNTS."""
+    if not dims:
+        return UPSERT_COUNTS.replace("error_log", _table(check_name("--table", table)), 1)
+    cols = ", ".join(["log_time", *(f"`{check_name('dimension', d)}`" for d in dims),
+                      "log_count"])
+    marks = ", ".join(["%s"] * (len(dims) + 2))
+    return (f"INSERT INTO `{check_name('--table', table)}` ({cols}) VALUES ({marks}) "
+            f"ON DUPLICATE KEY UPDATE log_count = VALUES(log_count)")
+
+
+def _shape(dims: Sequence[str]) -> str:
+    return f"dimensions ({', '.join(dims)})" if dims else "no dimensions"
+
+
+def check_columns(table: str, topic: str, dims: Sequence[str], columns: Sequence[str]) -> None:
+    """Refuse (ConfigError, one line naming both) a table whose columns are not the records'."""
+    want = ["log_time", *dims, "log_count"]
+    if [c.lower() for c in columns] == [c.lower() for c in want]:
+        return
+    have = [c for c in columns if c.lower() not in ("log_time", "log_count")]
+    raise ConfigError(f"topic {topic}: its records have {_shape(dims)}, but MySQL table {table} "
+                      f"has {_shape(have)} (columns {', '.join(columns)}); give the sink "
+                      f"another --table")
+
+
+def batch_dims(topic: str, totals: Sequence[Total]) -> tuple[str, ...]:
+    """The dimension names the records share (() without --group-by); records of two shapes
+    in one topic are refused."""
+    shapes = {tuple(k for k, _ in t.dims) for t in totals}
+    if len(shapes) > 1:
+        a, b = sorted(shapes)[:2]
+        raise ConfigError(f"topic {topic}: records with {_shape(a)} and with {_shape(b)}; one "
+                          f"MySQL table holds one shape")
+    return next(iter(shapes), ())
 
 
 def connect(url: MySQLUrl, create_database: bool = False,
@@ -128,6 +215,23 @@ def create_tables(conn) -> None:
             cur.execute(ddl)
 
 
+def ensure_counts_table(conn, table: str, topic: str, dims: Sequence[str]) -> None:
+    """Create the counts table for records of these dimensions if missing; refuse an existing
+    one of other columns."""
+    with conn.cursor() as cur:
+        cur.execute(READ_COLUMNS, (table,))
+        columns = [str(r[0]) for r in cur.fetchall()]
+        if not columns:
+            collation = None
+            if dims:
+                cur.execute("SELECT VERSION()")
+                collation = binary_collation(str(cur.fetchone()[0]))
+            cur.execute(counts_ddl(table, dims, collation))
+            cur.execute(READ_COLUMNS, (table,))
+            columns = [str(r[0]) for r in cur.fetchall()]
+    check_columns(table, topic, dims, columns)
+
+
 def read_offsets(conn, group: str, topic: str) -> dict[int, int]:
     with conn.cursor() as cur:
         cur.execute(READ_OFFSETS, (group, topic))
@@ -153,10 +257,12 @@ def reconcile_topic(conn, group: str, topic: str, current_id: str | None,
 
 
 def write_batch(conn, group: str, topic: str, totals: Sequence[Total],
-                ends: Mapping[int, int] | None,
-                topic_id: str | None) -> tuple[dict[int, int], str | None]:
+                ends: Mapping[int, int] | None, topic_id: str | None,
+                table: str = DEFAULT_TABLE,
+                dims: Sequence[str] = ()) -> tuple[dict[int, int], str | None]:
     """Upsert the last total per minute and the next offsets; return the offsets, and the topic
-    id MySQL holds when it is not `topic_id` (then nothing is written).
+    id MySQL holds when it is not `topic_id` (then nothing is written). The totals have the
+    dimensions `dims` (batch_dims), whose table exists (ensure_counts_table).
 
     Records below the stored offset of their partition were applied already (a replay, or a
     zombie's late batch) and are skipped under the row lock. `ends` are positions the
@@ -171,18 +277,19 @@ def write_batch(conn, group: str, topic: str, totals: Sequence[Total],
             return {}, row[0]
         cur.execute(LOCK_OFFSETS, (group, topic))
         stored = {int(p): int(o) for p, o in cur.fetchall()}
-        last: dict[str, int] = {}
+        last: dict[tuple[str, ...], int] = {}
         nxt: dict[int, int] = {}
         for t in sorted(totals, key=lambda t: (t.partition, t.offset)):
             if t.offset < stored.get(t.partition, 0):
                 continue
-            last[t.log_time] = t.log_count
+            last[(t.log_time, *(v for _, v in t.dims))] = t.log_count
             nxt[t.partition] = t.offset + 1
         for p, end in (ends or {}).items():
             if end > max(nxt.get(p, 0), stored.get(p, 0)):
                 nxt[p] = end
         if last:
-            cur.executemany(UPSERT_COUNTS, sorted(last.items()))
+            cur.executemany(upsert_counts(table, dims),
+                            [(*key, n) for key, n in sorted(last.items())])
         if nxt:
             cur.executemany(UPSERT_OFFSETS,
                             [(group, topic, p, o) for p, o in sorted(nxt.items())])
@@ -190,12 +297,18 @@ def write_batch(conn, group: str, topic: str, totals: Sequence[Total],
 
 
 def read_table(url: MySQLUrl) -> dict[str, int]:
-    """error_log as {'YYYY-MM-DD HH:MM:00': count} (the demo's verdict, the tests)."""
+    """error_log as {'YYYY-MM-DD HH:MM:00': count} (the demo's verdict, the tests); {} before
+    the sink created it (on its first record)."""
     conn = pymysql.connect(host=url.host, port=url.port, user=url.user, password=url.password,
                            database=url.database)
     try:
         with conn.cursor() as cur:
-            cur.execute(READ_TABLE)
+            try:
+                cur.execute(READ_TABLE)
+            except pymysql.err.ProgrammingError as exc:
+                if exc.args[0] != _NO_SUCH_TABLE:
+                    raise
+                return {}
             return {t.strftime("%Y-%m-%d %H:%M:00"): int(c) for t, c in cur.fetchall()}
     finally:
         conn.close()

@@ -3,8 +3,11 @@ writes nothing for another incarnation of the topic."""
 
 from __future__ import annotations
 
+import pytest
+
 from logcount.connectors import sink_store
 from logcount.connectors.sink_store import Total
+from logcount.core.errors import ConfigError
 
 
 class FakeCursor:
@@ -84,3 +87,72 @@ def test_no_drift_keeps_the_offsets():
     conn = FakeConn("A", {0: 3})
     assert sink_store.reconcile_topic(conn, "g", "t", "A", {0: 10}) is None
     assert not conn.writes(sink_store.DELETE_OFFSETS) and not conn.writes(sink_store.UPSERT_TOPIC)
+
+
+# The grouped table: its DDL, its upsert and the column check are pure text.
+
+def test_without_dimensions_the_table_and_upsert_are_todays_exactly():
+    assert sink_store.counts_ddl("error_log", (), None) == sink_store.COUNTS_DDL
+    assert sink_store.upsert_counts("error_log", ()) == sink_store.UPSERT_COUNTS
+    assert "INSERT INTO `t2` (log_time, log_count)" in sink_store.upsert_counts("t2", ())
+
+
+def test_a_grouped_table_has_a_binary_no_pad_column_per_dimension_all_in_the_key():
+    ddl = sink_store.counts_ddl("t", ("host", "key"), "utf8mb4_nopad_bin")
+    assert ddl.count("VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL") == 2
+    assert "PRIMARY KEY (log_time, `host`, `key`)" in ddl
+    assert ddl.index("`host`") < ddl.index("`key`") < ddl.index("log_count")
+    assert sink_store.upsert_counts("t", ("host", "key")) == (
+        "INSERT INTO `t` (log_time, `host`, `key`, log_count) VALUES (%s, %s, %s, %s) "
+        "ON DUPLICATE KEY UPDATE log_count = VALUES(log_count)")
+
+
+def test_the_collation_follows_the_server():
+    assert sink_store.binary_collation("10.11.6-MariaDB-0+deb12u1") == "utf8mb4_nopad_bin"
+    assert sink_store.binary_collation("8.4.3") == "utf8mb4_0900_bin"
+
+
+def test_three_dimensions_fit_innodbs_key_and_four_do_not():
+    assert "PRIMARY KEY" in sink_store.counts_ddl("t", ("a", "b", "c"), "x")
+    with pytest.raises(ConfigError, match="4085-byte key, over InnoDB's 3072"):
+        sink_store.counts_ddl("t", ("a", "b", "c", "d"), "x")
+
+
+@pytest.mark.parametrize("name", ["a`b", "1a", "a b", "", "x;DROP"])
+def test_names_from_records_or_flags_never_reach_the_sql_unchecked(name):
+    with pytest.raises(ConfigError, match="not a MySQL name"):
+        sink_store.counts_ddl("t", (name,), "x")
+    with pytest.raises(ConfigError, match="not a MySQL name"):
+        sink_store.upsert_counts(name, ())
+
+
+def test_the_column_check_names_both_shapes_in_one_line():
+    sink_store.check_columns("t", "out", ("host",), ["log_time", "HOST", "log_count"])
+    sink_store.check_columns("t", "out", (), ["log_time", "log_count"])
+    cases = [(("host",), ["log_time", "svc", "log_count"], "dimensions (host)", "(svc)"),
+             ((), ["log_time", "svc", "log_count"], "no dimensions", "(svc)"),
+             (("host",), ["log_time", "log_count"], "dimensions (host)", "has no dimensions")]
+    for dims, columns, ours, theirs in cases:
+        with pytest.raises(ConfigError) as err:
+            sink_store.check_columns("t", "out", dims, columns)
+        line = str(err.value)
+        assert "\n" not in line and ours in line and theirs in line and "table t" in line
+
+
+def test_records_of_two_shapes_in_one_batch_are_refused():
+    grouped = Total(0, 1, "m", 1, (("host", "a"),))
+    assert sink_store.batch_dims("out", [grouped, grouped]) == ("host",)
+    assert sink_store.batch_dims("out", []) == ()
+    with pytest.raises(ConfigError, match="no dimensions and with dimensions \\(host\\)"):
+        sink_store.batch_dims("out", [grouped, Total(0, 2, "m", 1)])
+
+
+def test_grouped_totals_keep_the_last_per_series_values_bound_as_parameters():
+    conn = FakeConn("A", {})
+    web, web_lower = (("host", "Web-1"),), (("host", "web-1"),)
+    totals = [Total(0, 0, "m1", 1, web), Total(0, 1, "m1", 2, web_lower),
+              Total(0, 2, "m1", 3, web), Total(1, 0, "m1", 4, (("host", "'; DROP TABLE x; --"),))]
+    sink_store.write_batch(conn, "g", "t", totals, None, "A", "tab", ("host",))
+    sql = sink_store.upsert_counts("tab", ("host",))
+    assert conn.writes(sql) == [[("m1", "'; DROP TABLE x; --", 4), ("m1", "Web-1", 3),
+                                 ("m1", "web-1", 2)]]

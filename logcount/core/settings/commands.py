@@ -4,6 +4,7 @@ own fields. The order of a command's flags is its `flag_order`, where the fields
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -17,6 +18,7 @@ from logcount.formats.shapes import SHAPES, check_group_by, parse_group_by
 from logcount.formats.spec import DEFAULT_MAX_SERIES, FormatError
 
 _MYSQL = "mysql://root@127.0.0.1:3306/logcount"
+_TABLE = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)
@@ -151,9 +153,9 @@ class RunSettings(ServiceFields, CountingFields, KafkaClientFields):
 class SinkSettings(ServiceFields, KafkaClientFields):
     """`logcount sink`: the MySQL sink service."""
 
-    flag_order = ("once", "bootstrap_servers", "topic", "group_id", "mysql_url", "mysql_tls_ca",
-                  "create_database", "startup_timeout", "metrics_port", "health_stall_seconds",
-                  "client_config", "kafka_config")
+    flag_order = ("once", "bootstrap_servers", "topic", "group_id", "mysql_url", "table",
+                  "mysql_tls_ca", "create_database", "startup_timeout", "metrics_port",
+                  "health_stall_seconds", "client_config", "kafka_config")
 
     # The service fields, in the sink's own words.
     once: bool = field(default=False, metadata=opt("drain the topic to its end, then exit"))
@@ -163,6 +165,9 @@ class SinkSettings(ServiceFields, KafkaClientFields):
         default=_MYSQL,
         metadata=opt("mysql://USER[:PASSWORD]@HOST:PORT/DATABASE", secret=mask_url)
     )
+    table: str = field(default="error_log", metadata=opt(
+        "the MySQL table of the totals (letters, digits and _, starting with a letter); with "
+        "--group-by output, one column per dimension, all of them in its key", metavar="NAME"))
     mysql_tls_ca: str | None = field(
         default=None, metadata=opt("require TLS to MySQL, its certificate verified against this "
                                    "CA (PEM) and its host name", metavar="PATH"))
@@ -190,6 +195,9 @@ class SinkSettings(ServiceFields, KafkaClientFields):
 
     def validate(self) -> SinkSettings:
         self.mysql  # noqa: B018 - validates the URL
+        if not _TABLE.fullmatch(self.table):
+            raise ConfigError(f"--table {self.table!r}: letters, digits and _, starting with a "
+                              f"letter")
         if self.mysql_tls_ca is not None and not Path(self.mysql_tls_ca).is_file():
             raise ConfigError(f"--mysql-tls-ca {self.mysql_tls_ca}: no such file")
         self.kafka_client_config  # noqa: B018
