@@ -1,4 +1,5 @@
-"""`logcount sink`: carries the stage's totals from the output topic into MySQL `error_log`.
+"""`logcount sink`: carries the stage's totals from the output topic into MySQL `error_log`
+(or `--table NAME`; with `--group-by` output, one column per dimension: sink_store.counts_ddl).
 
 Exactly-once into MySQL, the seed's transactional pattern: the rows and the consumed offsets are
 written in ONE MySQL transaction (connectors/sink_store.py), and on (re)assignment the consumer
