@@ -144,6 +144,8 @@ class MySQLSession:
         """Create the tables if missing; at start, give up after `timeout_s` of retries."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         self.with_retry("creating tables", sink_store.create_tables, deadline)
+        self.with_retry("creating tables",
+                        lambda conn: sink_store.create_counts_table(conn, self.table), deadline)
 
     def load_offsets(self, group: str, topic: str) -> dict[int, int]:
         return self.with_retry("reading offsets",
