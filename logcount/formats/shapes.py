@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
@@ -28,6 +27,7 @@ from zoneinfo import ZoneInfo
 
 from logcount.formats.rule import minute_label
 from logcount.formats.spec import ALL_LEVELS, FormatError, check_timezone
+from logcount.formats.spec import parse_group_by as spec_parse_group_by
 
 __all__ = ["SHAPES", "RUN_FLAGS", "TRACE_SHAPES", "ZONELESS", "DIMENSIONS", "SyntheticRecord",
            "synthetic_records", "synthetic_lines", "expected_from_records", "parse_group_by",
@@ -95,30 +95,12 @@ def expected_from_records(records: Iterable[SyntheticRecord],
 
 # --- per-series expectations (produce --expect-group-by) --------------------------------------
 
-_DIM_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
-_RESERVED = ("log_time", "log_count")
-MAX_DIMS = 3
-
 
 def parse_group_by(text: str, flag: str = "--expect-group-by") -> tuple[tuple[str, str], ...]:
-    """'host=host.name,level' -> (('host', 'host.name'), ('level', 'level')): DIM is SOURCE or
-    NAME=SOURCE, NAME defaulting to the source's last path segment, as run's --group-by."""
-    dims: list[tuple[str, str]] = []
-    for item in (t.strip() for t in text.split(",")):
-        name, sep, source = item.partition("=")
-        name, source = (name.strip(), source.strip()) if sep else (item.split(".")[-1], item)
-        if not source or any(not p for p in source.split(".")):
-            raise FormatError(f"{flag}: {item!r} names no source (a field path, a --line-regex "
-                              f"group, level or key)")
-        if not _DIM_NAME.fullmatch(name) or name in _RESERVED:
-            raise FormatError(f"{flag}: the name {name!r} of {item!r} must be letters, digits "
-                              f"and _, starting with a letter, and not {' or '.join(_RESERVED)}")
-        if name in (n for n, _ in dims):
-            raise FormatError(f"{flag}: the name {name!r} is given twice")
-        dims.append((name, source))
-    if len(dims) > MAX_DIMS:
-        raise FormatError(f"{flag}: at most {MAX_DIMS} dimensions, got {len(dims)}")
-    return tuple(dims)
+    """'host=host.name,level' -> (('host', 'host.name'), ('level', 'level')): run's --group-by
+    parser and rules, every source but level and key read as a field path (a text shape's
+    `logger` too: check_group_by then vouches for it)."""
+    return tuple((d.name, d.source) for d in spec_parse_group_by(text, "json", None, flag))
 
 
 def check_group_by(shape: str, dims: Iterable[tuple[str, str]], dimensions: bool) -> None:

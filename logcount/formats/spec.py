@@ -258,16 +258,17 @@ class Dim:
         return f"{self.name}={self.source}"
 
 
-def parse_group_by(text: str, kind: str, line_regex: str | None) -> tuple[Dim, ...]:
+def parse_group_by(text: str, kind: str, line_regex: str | None,
+                   flag: str = "--group-by") -> tuple[Dim, ...]:
     """'host=host.name,level' -> Dims, checked against the format (its `kind`, LineFormat.kind,
     and its regex's groups). SOURCE `level` and `key` come first, then a regex group, then a
-    JSON field path (only where the record is JSON)."""
+    JSON field path (only where the record is JSON). `flag` names the flag in mistakes."""
     items = [t.strip() for t in text.split(",")]
     if not text.strip() or any(not t for t in items):
-        raise FormatError(f"--group-by takes DIM[,DIM...], each NAME or NAME=SOURCE; got "
+        raise FormatError(f"{flag} takes DIM[,DIM...], each NAME or NAME=SOURCE; got "
                           f"{text!r}")
     if len(items) > MAX_DIMS:
-        raise FormatError(f"--group-by takes at most {MAX_DIMS} dimensions, got {len(items)}")
+        raise FormatError(f"{flag} takes at most {MAX_DIMS} dimensions, got {len(items)}")
     groups = java_regex_groups(line_regex) - {"time", "level"} if line_regex else set()
     dims: list[Dim] = []
     for item in items:
@@ -280,23 +281,23 @@ def parse_group_by(text: str, kind: str, line_regex: str | None) -> tuple[Dim, .
         elif source in groups:
             dim_kind = "group"
         elif kind in ("json", "json-line"):
-            parse_field_path(source, "--group-by")
+            parse_field_path(source, flag)
             dim_kind = "field"
         elif line_regex is not None:
             has = ", ".join(sorted(groups)) or "none besides time and level"
-            raise FormatError(f"--group-by {source!r}: --line-regex has no such named group "
+            raise FormatError(f"{flag} {source!r}: --line-regex has no such named group "
                               f"(it has: {has})")
         else:
-            raise FormatError(f"--group-by {source!r}: a field path needs JSON records "
+            raise FormatError(f"{flag} {source!r}: a field path needs JSON records "
                               f"(--json-line-field or --json-time-field); the default text rule "
                               f"has only level and key")
         if not _NAME.fullmatch(name):
-            raise FormatError(f"--group-by: {name!r} is not a dimension NAME (letters, digits "
+            raise FormatError(f"{flag}: {name!r} is not a dimension NAME (letters, digits "
                               f"and _, starting with a letter): write NAME={source}")
         if name in _RESERVED:
-            raise FormatError(f"--group-by: the NAME {name} is reserved; write OTHER={source}")
+            raise FormatError(f"{flag}: the NAME {name} is reserved; write OTHER={source}")
         if any(d.name == name for d in dims):
-            raise FormatError(f"--group-by: the NAME {name} is given twice")
+            raise FormatError(f"{flag}: the NAME {name} is given twice")
         dims.append(Dim(name, dim_kind, source))
     return tuple(dims)
 

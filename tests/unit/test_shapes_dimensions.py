@@ -123,8 +123,9 @@ def test_series_counts_add_up_to_the_minute_counts_and_split_by_level():
 
 @pytest.mark.parametrize("text, error", [
     ("log_time=host.name", "log_time"), ("host.name,x=host.name,name=level", "twice"),
-    ("a=level,b=key,c=host.name,d=x", "at most 3"), ("x=", "no source"),
-    ("x=a..b", "no source"), ("1x=level", "letters"), ("", "no source"),
+    ("a=level,b=key,c=host.name,d=x", "at most 3"),
+    ("x=a..b", "not a field path"), ("1x=level", "letters"), ("", "DIM\\[,DIM"),
+    ("x=", "--expect-group-by needs a field path"), ("x=a[0]", "not a field path"),
 ])
 def test_a_group_by_mistake_is_one_line(text, error):
     with pytest.raises(FormatError, match=error):
