@@ -14,6 +14,7 @@ In memory, one `Totals` for all series (SeriesTotals).
 
 from __future__ import annotations
 
+import heapq
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -121,9 +122,10 @@ class SeriesTotals:
         room, the busiest first (then by value, so a replay names the same); the rest count under
         the overflow series."""
         out: dict[int, dict[int, int]] = {}
-        new = sorted((t for t in counts if t not in self.ids),
-                     key=lambda t: (-sum(counts[t].values()), t))
         room = max(0, self.max_series - self.named)
+        # nsmallest is sorted()[:room] without sorting a flood of new tuples when room is small.
+        new = heapq.nsmallest(room, (t for t in counts if t not in self.ids),
+                              key=lambda t: (-sum(counts[t].values()), t))
         next_id = max(self.tuples) + 1
         new_names = {next_id + i: t for i, t in enumerate(new[:room])}
         ids = {**self.ids, **{t: i for i, t in new_names.items()}}

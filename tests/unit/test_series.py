@@ -61,6 +61,13 @@ def test_new_tuples_are_named_busiest_first_and_the_rest_overflow():
     assert got.counts == {OVERFLOW_ID: {M0: 1}} and got.overflow_lines == 0
 
 
+def test_equal_counts_are_named_in_value_order_so_a_replay_names_the_same():
+    counts = {(v, "E"): {M0: 4} for v in "zyxw"} | {("q", "E"): {M0: 1}}
+    first = SeriesTotals(("name", "level"), max_series=2).assign(counts)
+    again = SeriesTotals(("name", "level"), max_series=2).assign(dict(reversed(counts.items())))
+    assert first.new_names == again.new_names == {1: ("w", "E"), 2: ("x", "E")}
+    assert first.counts[OVERFLOW_ID] == {M0: 9}
+
 def _run(state, series, minute=M0, end=10):
     change = state.change([OffsetRange(0, 0, end)],
                           {m: n for cells in series.values() for m, n in cells.items()},
