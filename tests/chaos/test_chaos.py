@@ -20,6 +20,7 @@ def embedded(endpoints):
 def test_chaos_exactly_once_is_exact(embedded, names, mysql_db, tmp_path):
     """The main run, with a second stage (--group-by service=key,level --level '*') and sink
     over the same input under the same kills: exact per series as well."""
+    # Figures: docs/tuning.md#grouped-chaos-run
     cfg = replace(config_from_env("exactly-once"), grouped=True)
     report = run_chaos(embedded, names, mysql_db, cfg, tmp_path)
     print(report.summary(cfg.delivery))
