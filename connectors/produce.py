@@ -16,7 +16,7 @@ from logcount.core.errors import AuthorizationError, ConfigError, DependencyErro
 from logcount.core.settings import ProduceSettings
 from logcount.formats.rule import check_line_regex, counted_minute, minute_label
 from logcount.formats.shapes import SeriesCounts, SyntheticRecord, synthetic_records
-from logcount.formats.spec import FormatError, LineFormat
+from logcount.formats.spec import ALL_LEVELS, FormatError, LineFormat
 
 log = logging.getLogger("logcount.produce")
 
@@ -138,7 +138,7 @@ def synthetic_values(records: Iterable[SyntheticRecord], levels: Collection[str]
     """The records' values; each record of one of `levels` adds to `expected` (minute -> n) by
     how it was generated, not by parsing it."""
     for r in records:
-        if r.minute is not None and r.level in levels:
+        if r.minute is not None and (r.level in levels or ALL_LEVELS in levels):
             key = minute_label(r.minute)
             expected[key] = expected.get(key, 0) + 1
         yield r.value
@@ -150,7 +150,7 @@ def keyed_values(records: Iterable[SyntheticRecord], levels: Collection[str],
     """synthetic_values with the records' keys, each counted record also adding to `series`
     (by what the generator wrote, not by parsing)."""
     for r in records:
-        if r.minute is not None and r.level in levels:
+        if r.minute is not None and (r.level in levels or ALL_LEVELS in levels):
             key = minute_label(r.minute)
             expected[key] = expected.get(key, 0) + 1
         if series is not None:

@@ -128,7 +128,7 @@ class SeriesCounts:
         self.counts: dict[tuple[int, tuple[str, ...]], int] = {}
 
     def add(self, r: SyntheticRecord) -> None:
-        if r.minute is None or r.level not in self.levels:
+        if r.minute is None or (r.level not in self.levels and ALL_LEVELS not in self.levels):
             return
         values = tuple(self._value(r, source) for _, source in self.dims)
         k = (r.minute, values)

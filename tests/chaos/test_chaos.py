@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 import pytest
 
@@ -17,9 +18,13 @@ def embedded(endpoints):
 
 
 def test_chaos_exactly_once_is_exact(embedded, names, mysql_db, tmp_path):
-    cfg = config_from_env("exactly-once")
+    """The main run, with a second stage (--group-by service=key,level --level '*') and sink
+    over the same input under the same kills: exact per series as well."""
+    # Figures: docs/tuning.md#grouped-chaos-run
+    cfg = replace(config_from_env("exactly-once"), grouped=True)
     report = run_chaos(embedded, names, mysql_db, cfg, tmp_path)
     print(report.summary(cfg.delivery))
+    assert report.series_checked > 0
     assert report.faults["stage_sigkill"] + report.faults["stage_crash_point"] >= 10
     assert report.faults["stage_sigterm"] >= 3 and report.faults["sink_sigkill"] >= 5
     assert report.faults["broker_bounce"] >= 2 and report.faults["mysql_restart"] >= 2

@@ -4,6 +4,8 @@ A writer fills the input (plain records, committed and aborted transactions) whi
 the sink run under a supervisor that restarts them; a schedule kills and bounces everything at
 random moments. Then a fresh read_committed reader recomputes the expectation from the committed
 input with the independent reference parser (tests/support/reference.py) and checks every output.
+With `grouped`, a second stage (--group-by) and sink over the same input die with the first, and
+their series are checked against what the generator wrote for each committed record.
 """
 
 from __future__ import annotations
@@ -15,19 +17,21 @@ import signal
 import subprocess
 import threading
 import time
-from collections import Counter
-from dataclasses import dataclass, field
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from confluent_kafka import KafkaException, Producer
 
 from logcount.connectors import kafka_io, stack
-from logcount.formats.shapes import synthetic_lines
+from logcount.formats.shapes import SeriesCounts, SyntheticRecord, synthetic_records
+from tests.support.names import Names
 from tests.support.readers import (
     end_offsets,
     group_offsets,
     held_topics,
     read_all,
+    read_series_table,
     read_table,
     sink_offsets,
     totals_history,
@@ -54,6 +58,17 @@ class ChaosConfig:
     # usually commits between two of them.
     duration_s: float = 360.0
     seed: int = 11
+    # A second stage with --group-by and its own sink over the same input, killed with the
+    # first: keyed input (the generator's fleet, some keys nasty), checked per series.
+    grouped: bool = False
+
+
+# The grouped stage's dimensions and its sink's table; the fleet's quiet services get keys that
+# an encoding or a collation could mangle (the generator's own names are plain words).
+GROUP_BY = (("service", "key"), ("level", "level"))
+SERIES_TABLE = "chaos_series"
+NASTY_KEYS = {b"email": b"e|mail", b"inventory": b"in\"vent'ory", b"gateway": b"gate\nway",
+              b"recommend": "r\u00e9commend \u2713".encode(), b"shipping": b""}
 
 
 @dataclass
@@ -63,6 +78,7 @@ class Report:
     aborted_lines: int = 0
     lost: int = 0
     duplicated: int = 0
+    series_checked: int = 0  # (minute, series) totals of the grouped run
     failures: list[str] = field(default_factory=list)
 
     @property
@@ -72,7 +88,8 @@ class Report:
     def summary(self, delivery: str) -> str:
         faults = ", ".join(f"{k} {v}" for k, v in sorted(self.faults.items()))
         return (f"chaos[{delivery}]: faults injected: {faults}; lines checked "
-                f"{self.lines_checked} (+{self.aborted_lines} aborted); lost {self.lost}, "
+                f"{self.lines_checked} (+{self.aborted_lines} aborted); series totals checked "
+                f"{self.series_checked}; lost {self.lost}, "
                 f"duplicated {self.duplicated}; "
                 f"{'PASS' if self.ok else 'FAIL: ' + '; '.join(self.failures)}")
 
@@ -137,6 +154,8 @@ class Writer(threading.Thread):
         self.done = threading.Event()
         self.stop = threading.Event()
         self.aborted = 0  # transactions whose abort the broker confirmed
+        # grouped: (key, value) -> what the generator wrote there, for the per-series check
+        self.generated: dict[tuple[bytes | None, bytes], SyntheticRecord] = {}
 
     def _txn_producer(self) -> Producer:
         p = Producer({**self.conf, "transactional.id": self.txn_id,
@@ -162,7 +181,7 @@ class Writer(threading.Thread):
         plain = Producer({**self.conf, "enable.idempotence": True, "linger.ms": 20,
                           "message.timeout.ms": 600000})
         txn = self._txn_producer()
-        lines = synthetic_lines(cfg.lines, cfg.seed, malformed_ratio=0.01)
+        lines = self._lines()
         chunk = max(500, cfg.lines // 200)
         pause = cfg.duration_s * 0.8 / (cfg.lines / chunk)
         written = 0
@@ -171,8 +190,8 @@ class Writer(threading.Thread):
             written += len(batch)
             kind = rng.choice(("plain", "plain", "commit", "abort"))
             if kind == "plain":
-                for v in batch:
-                    self._produce(plain, v, rng)
+                for kv in batch:
+                    self._produce(plain, kv, rng)
                 plain.poll(0)
             else:
                 txn = self._transaction(txn, batch, rng, commit=kind == "commit")
@@ -180,10 +199,22 @@ class Writer(threading.Thread):
         left = plain.flush(600)
         assert left == 0, f"{left} plain records undelivered"
 
-    def _produce(self, p: Producer, v: bytes, rng: random.Random) -> None:
+    def _lines(self):
+        """(key, value) pairs: the seed shape's lines (the same with or without the fleet), keyed
+        by the fleet's service when grouped."""
+        for r in synthetic_records("seed", self.cfg.lines, self.cfg.seed, malformed_ratio=0.01,
+                                   dimensions=self.cfg.grouped):
+            if not self.cfg.grouped:
+                yield None, r.value
+                continue
+            r = replace(r, key=NASTY_KEYS.get(r.key, r.key))
+            self.generated[(r.key, r.value)] = r
+            yield r.key, r.value
+
+    def _produce(self, p: Producer, kv: tuple[bytes | None, bytes], rng: random.Random) -> None:
         while True:
             try:
-                p.produce(self.topic, v, partition=rng.randrange(self.cfg.partitions))
+                p.produce(self.topic, kv[1], kv[0], partition=rng.randrange(self.cfg.partitions))
                 return
             except BufferError:
                 p.poll(0.1)
@@ -191,8 +222,8 @@ class Writer(threading.Thread):
     def _transaction(self, txn: Producer, batch, rng, commit: bool) -> Producer:
         try:
             txn.begin_transaction()
-            for v in batch:
-                self._produce(txn, v, rng)
+            for kv in batch:
+                self._produce(txn, kv, rng)
             if commit:
                 txn.commit_transaction(60)
             else:
@@ -237,6 +268,17 @@ def run_chaos(endpoints, names, url, cfg: ChaosConfig, workdir: Path) -> Report:
         endpoints, names, "--max-records-per-batch", str(cfg.batch), "--trigger-interval", "0.5",
         "--delivery", cfg.delivery), workdir / "stage.log")
     sink = Supervised("sink", sink_args(endpoints, names, url), workdir / "sink.log")
+    stages, sinks = [stage], [sink]
+    gnames = grouped_names(names)
+    if cfg.grouped:
+        dims = ",".join(f"{n}={src}" for n, src in GROUP_BY)
+        stages.append(Supervised("grouped stage", stage_args(
+            endpoints, gnames, "--max-records-per-batch", str(cfg.batch), "--trigger-interval",
+            "0.5", "--delivery", cfg.delivery, "--group-by", dims, "--level", "*",
+            "--metrics-port", "0", input_topic=names.topic("in")), workdir / "gstage.log"))
+        sinks.append(Supervised("grouped sink", sink_args(
+            endpoints, gnames, url, "--table", SERIES_TABLE, "--metrics-port", "0"),
+            workdir / "gsink.log"))
     writer = Writer(endpoints.bootstrap, names.topic("in"), cfg, names.txn_id + "-writer")
 
     faults = (["stage_sigkill"] * (cfg.stage_sigkills - cfg.stage_crash_points)
@@ -250,26 +292,31 @@ def run_chaos(endpoints, names, url, cfg: ChaosConfig, workdir: Path) -> Report:
     schedule = [(step * (i + 1) + rng.uniform(-step / 3, step / 3), f)
                 for i, f in enumerate(faults)]
 
-    stage.start()
-    sink.start()
+    everyone = stages + sinks
+    for proc in everyone:
+        proc.start()
     writer.start()
     t0 = time.monotonic()
     mysql_hard = True
     for at, fault in schedule:
         while time.monotonic() - t0 < at:
-            stage.ensure()
-            sink.ensure()
+            for proc in everyone:
+                proc.ensure()
             time.sleep(0.2)
         if fault == "stage_sigkill":
-            stage.signal(signal.SIGKILL)
+            for proc in stages:
+                proc.signal(signal.SIGKILL)
         elif fault == "stage_sigterm":
-            stage.signal(signal.SIGTERM)
+            for proc in stages:
+                proc.signal(signal.SIGTERM)
         elif fault == "stage_crash_point":
-            stage.signal(signal.SIGKILL)
             point = rng.choice(("after_produce", "after_send_offsets"))
-            stage.start(env={"LOGCOUNT_CRASH_AT": f"{point}:1"})
+            for proc in stages:
+                proc.signal(signal.SIGKILL)
+                proc.start(env={"LOGCOUNT_CRASH_AT": f"{point}:1"})
         elif fault == "sink_sigkill":
-            sink.signal(signal.SIGKILL)
+            for proc in sinks:
+                proc.signal(signal.SIGKILL)
         elif fault == "broker_bounce":
             _bounce_broker()
         elif fault == "mysql_restart":
@@ -279,35 +326,51 @@ def run_chaos(endpoints, names, url, cfg: ChaosConfig, workdir: Path) -> Report:
     writer.join(timeout=cfg.duration_s * 3)
     if writer.error is not None or writer.is_alive():
         report.failures.append(f"writer failed: {writer.error!r}")
-        stage.stop()
-        sink.stop()
+        for proc in everyone:
+            proc.stop()
         return report
 
     # Drain: the stage commits the whole input, the sink stores the whole output in MySQL.
     ends = end_offsets(endpoints.bootstrap, names.topic("in"))
 
     def drained() -> bool:
-        stage.ensure()
-        sink.ensure()
-        try:
-            if group_offsets(endpoints.bootstrap, names.group, names.topic("in"), 20) != ends:
-                return False
-            out_ends = end_offsets(endpoints.bootstrap, names.topic("out"))
-        except Exception:  # noqa: BLE001 - offsets unstable while a transaction is open
-            return False
-        return sink_offsets(url, names) == {p: o for p, o in out_ends.items() if o > 0}
+        for proc in everyone:
+            proc.ensure()
+        return all(_drained(endpoints.bootstrap, n, url, names.topic("in"), ends)
+                   for n in [names, gnames][:len(stages)])
 
-    wait_for(drained, timeout_s=600, step_s=2, what="the stage and sink to drain")
-    for proc in (stage, sink):
+    wait_for(drained, timeout_s=600, step_s=2, what="the stages and sinks to drain")
+    for proc in everyone:
         code = proc.stop()
         if code != 0:
             report.failures.append(f"{proc.name} exited {code} on SIGTERM")
-    check(endpoints, names, url, report)
+    committed, malformed, totals = check(endpoints, names, url, report)
+    if cfg.grouped:
+        check_grouped(endpoints.bootstrap, names, url, report, committed, malformed, totals,
+                      writer.generated)
     return report
 
 
-def check(endpoints, names, url, report: Report) -> None:
-    """The checker: everything recomputed from the committed input by a fresh reader."""
+def grouped_names(names: Names) -> Names:
+    """The grouped stage's output, DLQ, group and transactional id (its input is `names`')."""
+    return Names(names.prefix + "-g")
+
+
+def _drained(bs: str, names: Names, url, in_topic: str, ends: dict[int, int]) -> bool:
+    """The stage committed the whole input and the sink stored its whole output in MySQL."""
+    try:
+        if group_offsets(bs, names.group, in_topic, 20) != ends:
+            return False
+        out_ends = end_offsets(bs, names.topic("out"))
+    except Exception:  # noqa: BLE001 - offsets unstable while a transaction is open
+        return False
+    return sink_offsets(url, names) == {p: o for p, o in out_ends.items() if o > 0}
+
+
+def check(endpoints, names, url, report: Report) -> tuple[list, set, dict[str, int]]:
+    """The checker: everything recomputed from the committed input by a fresh reader. Returns
+    the committed input, the (partition, offset) of its malformed lines and the output's last
+    totals (read before the probe below adds a record that is no total)."""
     bs = endpoints.bootstrap
     committed = read_all(bs, names.topic("in"), timeout_s=300)
     everything = read_all(bs, names.topic("in"), committed_only=False, timeout_s=300)
@@ -328,7 +391,8 @@ def check(endpoints, names, url, report: Report) -> None:
     history = totals_history(read_all(bs, names.topic("out"), timeout_s=300))
     if any(v != sorted(v) for v in history.values()):
         report.failures.append("a total went down in the output topic")
-    if {k: v[-1] for k, v in history.items()} != dict(expected):
+    totals = {k: v[-1] for k, v in history.items()}
+    if totals != dict(expected):
         report.failures.append("output topic (last per key) differs from the expectation")
 
     dlq = [json.loads(m.value()) for m in read_all(bs, names.topic("dlq"), timeout_s=300)]
@@ -343,6 +407,63 @@ def check(endpoints, names, url, report: Report) -> None:
     if group_offsets(bs, names.group, names.topic("in")) != end_offsets(bs, names.topic("in")):
         report.failures.append("group offsets differ from the input's end offsets")
     _check_no_hanging_transaction(bs, names, report)
+    return committed, malformed, totals
+
+
+def check_grouped(bs: str, names: Names, url, report: Report, committed: list,
+                  malformed: set, totals: dict[str, int], generated: dict) -> None:
+    """The grouped run, against what the generator wrote for each committed record (not a
+    parse): every (minute, series) total, the sink's table, the ERROR series' sums against the
+    ungrouped stage's totals, the DLQ and the offsets."""
+    gnames = grouped_names(names)
+    series = SeriesCounts(GROUP_BY, ["*"])
+    for m in committed:
+        r = generated.get((m.key(), m.value()))
+        if r is None:
+            report.failures.append(f"committed input {m.partition()}:{m.offset()} was never "
+                                   f"written")
+            return
+        series.add(r)
+    want = {(s["minute"], *s["dims"].values()): s["count"] for s in series.document()["series"]}
+    report.series_checked = len(want)
+
+    history: dict[tuple[str, ...], list[int]] = defaultdict(list)
+    for m in sorted(read_all(bs, gnames.topic("out"), timeout_s=300),
+                    key=lambda m: (m.partition(), m.offset())):
+        v = json.loads(m.value())
+        key = (v["log_time"], *v["dims"].values())
+        if list(v["dims"]) != [n for n, _ in GROUP_BY] or json.loads(m.key()) != list(key):
+            report.failures.append(f"grouped record {m.key()!r} -> {v} is misshapen")
+            return
+        history[key].append(v["log_count"])
+    last = {k: v[-1] for k, v in history.items()}
+    if any(v != sorted(v) for v in history.values()):
+        report.failures.append("a series total went down in the grouped output topic")
+    if last != want:
+        wrong = {k for k in set(last) | set(want) if last.get(k) != want.get(k)}
+        report.failures.append(f"grouped output (last per key) differs from the generator's "
+                               f"expectation in {len(wrong)} series totals, e.g. "
+                               f"{sorted(wrong)[:3]}")
+    if read_series_table(url, SERIES_TABLE, [n for n, _ in GROUP_BY]) != last:
+        report.failures.append(f"MySQL {SERIES_TABLE} differs from the grouped output")
+    nasty = {v.decode() for v in NASTY_KEYS.values()}
+    if not nasty <= {k[1] for k in last}:
+        report.failures.append("a nasty key is missing from the grouped output")
+
+    errors: Counter = Counter()
+    for (minute, _, level), n in last.items():
+        errors[minute] += n if level == "ERROR" else 0
+    if +errors != totals:
+        report.failures.append("the grouped ERROR series do not add up to the ungrouped totals")
+
+    dlq = [json.loads(m.value()) for m in read_all(bs, gnames.topic("dlq"), timeout_s=300)]
+    refs = [(d["partition"], d["offset"]) for d in dlq]
+    if len(refs) != len(set(refs)) or set(refs) != malformed:
+        report.failures.append("the grouped DLQ differs from the malformed committed input")
+    if group_offsets(bs, gnames.group, names.topic("in")) != end_offsets(bs, names.topic("in")):
+        report.failures.append("grouped group offsets differ from the input's end offsets")
+    for topic in held_topics(bs, (gnames.topic("out"), gnames.topic("dlq"))):
+        report.failures.append(f"a transaction is left open on {topic}")
 
 
 def _check_no_hanging_transaction(bs: str, names, report: Report) -> None:

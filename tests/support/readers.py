@@ -129,3 +129,20 @@ def sink_offsets(url, names) -> dict[int, int]:
         return {}
     finally:
         conn.close()
+
+
+def read_series_table(url, table: str, dims) -> dict[tuple[str, ...], int]:
+    """A grouped counts table as {(minute, value, ...): count}; {} while there is none."""
+    cols = ", ".join(f"`{d}`" for d in dims)
+    conn = pymysql.connect(host=url.host, port=url.port, user=url.user, password=url.password,
+                           database=url.database, charset="utf8mb4")
+    try:
+        with conn.cursor() as cur:
+            try:
+                cur.execute(f"SELECT log_time, {cols}, log_count FROM `{table}`")
+            except pymysql.err.ProgrammingError:
+                return {}
+            return {(row[0].strftime("%Y-%m-%d %H:%M:00"), *row[1:-1]): int(row[-1])
+                    for row in cur.fetchall()}
+    finally:
+        conn.close()

@@ -29,9 +29,10 @@ def start_cli(*args: str, env: dict | None = None, log_path: Path | None = None)
                             env={**os.environ, **(env or {})}, cwd=ROOT)
 
 
-def stage_args(endpoints, names, *extra: str) -> list[str]:
+def stage_args(endpoints, names, *extra: str, input_topic: str | None = None) -> list[str]:
     return ["run", "--bootstrap-servers", endpoints.bootstrap,
-            "--input-topic", names.topic("in"), "--output-topic", names.topic("out"),
+            "--input-topic", input_topic or names.topic("in"),
+            "--output-topic", names.topic("out"),
             "--dlq-topic", names.topic("dlq"), "--group-id", names.group,
             "--transactional-id", names.txn_id, "--master", "local[2]", *extra]
 

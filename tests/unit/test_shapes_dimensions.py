@@ -10,6 +10,7 @@ from collections import Counter
 
 import pytest
 
+from logcount.connectors.produce import keyed_values, synthetic_values
 from logcount.core.errors import ConfigError
 from logcount.core.settings import ProduceSettings
 from logcount.formats.shapes import (
@@ -119,6 +120,30 @@ def test_series_counts_add_up_to_the_minute_counts_and_split_by_level():
         by_key.add(r)
     services = {s["dims"]["service"] for s in by_key.document()["series"]}
     assert len(services) >= 10 and "" not in services
+
+
+def test_series_counts_of_every_level_split_the_minute_counts_by_level():
+    records = list(synthetic_records("seed", 3000, 5, dimensions=True))
+    series = SeriesCounts(parse_group_by("service=key,level"), ["*"])
+    for r in records:
+        series.add(r)
+    per_minute: Counter = Counter()
+    errors: Counter = Counter()
+    for s in series.document()["series"]:
+        per_minute[s["minute"]] += s["count"]
+        errors[s["minute"]] += s["count"] if s["dims"]["level"] == "ERROR" else 0
+    assert dict(per_minute) == expected_from_records(records, ["*"])
+    assert sum(per_minute.values()) == sum(r.minute is not None for r in records)
+    assert +errors == Counter(expected_from_records(records, ["ERROR"]))
+
+
+def test_produce_counts_every_level_for_star_with_and_without_keys():
+    records = list(synthetic_records("seed", 2000, 6, dimensions=True))
+    plain: dict[str, int] = {}
+    keyed: dict[str, int] = {}
+    assert len(list(synthetic_values(records, ("*",), plain))) == 2000
+    assert len(list(keyed_values(records, ("*",), keyed, None))) == 2000
+    assert plain == keyed == expected_from_records(records, ["*"]) != {}
 
 
 @pytest.mark.parametrize("text, error", [
