@@ -289,7 +289,7 @@ class Stage:
             log.warning("%s", line)
         self.state = start.state
         self.commit_due = start.must_commit
-        self.pending_records = [(k, None) for k in start.tombstones]
+        self.pending_records = [(k, None) for k in start.tombstones] + start.records
         self.metrics.state_minutes.set(self.state.cells())
         series = self.state.series
         if series is not None and self.s.horizon_minutes is None:
