@@ -205,7 +205,10 @@ class Bench:
                  env: dict[str, str] | None = None) -> dict:
         """The stage on `topic` until it has read what was there (--once); `env`: e.g. another
         checkout's PYTHONPATH (bench --grouping's A/B)."""
-        c = self.child(label, self.stage_argv(topic, label, "--once", *extra), env)
+        argv = self.stage_argv(topic, label, "--once", *extra)
+        if env:  # -P: the checkout in env's PYTHONPATH, not the working directory, is imported
+            argv.insert(1, "-P")
+        c = self.child(label, argv, env)
         self.check(c, c.wait(RUN_TIMEOUT_S))
         closing = next((m for _, s in c.lines if (m := parse_closing_line(s))), None)
         if closing is None:
