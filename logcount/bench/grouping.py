@@ -1,7 +1,7 @@
 """`logcount bench --grouping`: what --group-by costs, in one run on the embedded stack.
 
-    shapes    every bench shape ungrouped, this code (A) against --ab-base (B), interleaved
-              (A B, then B A, ...): the steady state of each, the median of each side
+    shapes    the seed format and every bench shape, ungrouped: this code (A) against --ab-base
+              (B), interleaved (A B, then B A, ...): the steady state of each, each side's median
     filebeat  Filebeat envelopes with the generator's fleet (--dimensions), ungrouped against
               --group-by host.name,kubernetes.namespace, interleaved
     latency   10,000 live series (the record key, 10,000 values in turn) at --latency-rate,
@@ -50,7 +50,7 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 
 def shapes_ab(b: Bench, s: BenchSettings, base: str) -> dict:
     out = {}
-    for shape in BENCH_SHAPES:
+    for shape in ("seed", *BENCH_SHAPES):
         topic = b.name(f"ab-{shape}-in")
         data.write_topic(b.bootstrap, topic,
                          [r.value for r in synthetic_records(shape, s.lines, s.seed)], 4)
