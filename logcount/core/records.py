@@ -44,7 +44,8 @@ class DeadLetter:
 
 
 # The encoders json.dumps would build on every call with these arguments (the same bytes): a
-# grouped batch encodes a record per series, 10,000 of them at the --max-series default.
+# grouped batch encodes a record per series, 10,000 at the --max-series default.
+# Figures: docs/tuning.md#chunked-series-records
 _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _UNESCAPED = json.JSONEncoder(ensure_ascii=False)
 
