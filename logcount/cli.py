@@ -85,6 +85,10 @@ def _bench(args: argparse.Namespace) -> int:
         from logcount.bench.soak import plan_from_settings, run_soak
 
         return run_soak(plan_from_settings(settings))
+    if settings.grouping:
+        from logcount.bench.grouping import run_grouping
+
+        return run_grouping(settings)
     from logcount.bench.runner import run_bench
 
     return run_bench(settings)
@@ -115,7 +119,8 @@ EXAMPLES = {
     "demo": "example:\n  logcount demo --lines 1000000",
     "bench": """examples:
   logcount bench --lines 5000000 --out bench-results
-  logcount bench --soak 20 --out soak-results   # endurance: 20 minutes at 2,000 lines/s""",
+  logcount bench --soak 20 --out soak-results   # endurance: 20 minutes at 2,000 lines/s
+  logcount bench --grouping --ab-base ../logcount-before --lines 1000000   # --group-by's cost""",
 }
 
 

@@ -289,7 +289,7 @@ class Stage:
             log.warning("%s", line)
         self.state = start.state
         self.commit_due = start.must_commit
-        self.pending_records = [(k, None) for k in start.tombstones]
+        self.pending_records = [(k, None) for k in start.tombstones] + start.records
         self.metrics.state_minutes.set(self.state.cells())
         series = self.state.series
         if series is not None and self.s.horizon_minutes is None:
@@ -551,9 +551,12 @@ class Stage:
         s = self.s
         names = tuple(d.name for d in self.fmt.group_by)
         tuples = self.state.series.tuples if self.state.series is not None else {}
-        records = [output_record(s.output_topic, minute_text(m), n, self.fmt.level_label,
-                                 tuple(zip(names, dims, strict=True)))
-                   for m, dims, n in change.outputs(tuples)]
+        texts: dict[int, str] = {}  # a grouped batch's records share a few minutes
+        records = []
+        for m, dims, n in change.outputs(tuples):
+            text = texts.get(m) or texts.setdefault(m, minute_text(m))
+            records.append(output_record(s.output_topic, text, n, self.fmt.level_label,
+                                         tuple(zip(names, dims, strict=True))))
         records += [dlq_record(s.dlq_topic, s.input_topic, ref) for ref in result.malformed]
         records += [OutRecord(self.state_topic, k, v) for k, v in change.state_records]
         return records

@@ -11,8 +11,8 @@ transaction as the totals it describes, so the two can never disagree:
     key b"claim"                 JSON: the instance that last took the transactional id, written
                                  in a transaction of its own right after its init_transactions
                                  and the start check
-    with --group-by, instead of the hour records: the series' names and per-series hour records
-    (pipeline/series.py)
+    with --group-by, instead of the hour records: the series' names and per-hour records of
+    chunks of series (pipeline/series.py)
 The group's committed offsets (sent in that transaction too) are a mirror for lag monitors and
 `kafka-consumer-groups`, never the source: `check_start` compares them and repairs or refuses.
 """
@@ -29,9 +29,11 @@ from logcount.pipeline.offsets import OffsetRange
 from logcount.pipeline.series import (
     SeriesTotals,
     cell_key,
+    chunk_key,
     encode_name,
     name_key,
     parse_cell_key,
+    parse_chunk_key,
     parse_name_key,
 )
 from logcount.pipeline.totals import (
@@ -175,7 +177,8 @@ def decode_records(records: Mapping[bytes, bytes], topic: str
             continue
         if key == CLAIM_KEY:  # who holds the transactional id: not part of the counts
             continue
-        if parse_cell_key(key) is not None or parse_name_key(key) is not None:
+        if (parse_cell_key(key) is not None or parse_chunk_key(key) is not None
+                or parse_name_key(key) is not None):
             continue  # a series' (decode_series)
         hour = parse_hour_key(key)
         if hour is None:
@@ -187,14 +190,17 @@ def decode_records(records: Mapping[bytes, bytes], topic: str
 
 @dataclass(frozen=True)
 class SeriesRecords:
-    """The state topic's --group-by records: names {id: tuple JSON}, cells {(id, hour): bytes}."""
+    """The state topic's --group-by records: names {id: tuple JSON}, chunks {(chunk, hour):
+    bytes}, and the first layout's cells {(id, hour): bytes}."""
 
     names: dict[int, bytes] = field(default_factory=dict)
     cells: dict[tuple[int, int], bytes] = field(default_factory=dict)
+    chunks: dict[tuple[int, int], bytes] = field(default_factory=dict)
 
     def keys(self) -> list[bytes]:
         return ([name_key(i) for i in sorted(self.names)]
-                + [cell_key(i, h) for i, h in sorted(self.cells)])
+                + [cell_key(i, h) for i, h in sorted(self.cells)]
+                + [chunk_key(c, h) for c, h in sorted(self.chunks)])
 
 
 def decode_series(records: Mapping[bytes, bytes]) -> SeriesRecords:
@@ -204,6 +210,10 @@ def decode_series(records: Mapping[bytes, bytes]) -> SeriesRecords:
         cell = parse_cell_key(key)
         if cell is not None:
             out.cells[cell] = value
+            continue
+        chunk = parse_chunk_key(key)
+        if chunk is not None:
+            out.chunks[chunk] = value
             continue
         sid = parse_name_key(key)
         if sid is not None:
@@ -254,6 +264,7 @@ class Start:
     # a fresh start's starting points, a recount's reset.
     must_commit: bool = False
     tombstones: list[bytes] = field(default_factory=list)  # stale state keys to delete
+    records: list[tuple[bytes, bytes | None]] = field(default_factory=list)  # a state rewrite
 
 
 def _partitions(d: Mapping[int, int]) -> str:
@@ -371,14 +382,19 @@ def check_start(progress: ProgressRecord | None, hours: Mapping[int, bytes], fac
     try:
         totals = Totals.from_hours(hours.items())
         by_series = None if group is None else SeriesTotals.restore(
-            *group, series.names, series.cells.items())
+            *group, series.names, series.cells.items(), series.chunks.items())
     except ValueError as exc:
         raise StateRefused(f"state topic of {want.output_topic} holds a damaged totals record "
                            f"({exc}); restore the state topic, or recount into a new "
                            f"--output-topic") from None
     state = StageState(ident, offsets, totals, progress.watermark, want.horizon_minutes,
                        progress.closed_before, by_series)
-    return Start(state, warnings, must_commit, tombstones)
+    records: list[tuple[bytes, bytes | None]] = []
+    if by_series is not None and series.cells:  # the first layout: rewritten as chunks at once
+        records = by_series.all_chunk_records()
+        tombstones = sorted(set(tombstones) | {cell_key(*c) for c in series.cells})
+        must_commit = True
+    return Start(state, warnings, must_commit, tombstones, records)
 
 
 def _fresh_or_recount(ident: Identity, facts: StartFacts, want: Wanted, warnings: list[str],
@@ -522,19 +538,14 @@ class StageState:
         offsets, watermark, evict = self._moved(ranges, by_minute, now_minute, starts)
         got = st.assign(counts)
         updates = st.merged(got.counts)
-        gone: set[tuple[int, int]] = set()
-        if evict is not None:
-            gone = set(st.hours_before(evict))
-            gone |= {(sid, m // 60) for sid, m in updates if m // 60 * 60 + 60 <= evict}
-        contents = st.hours_after(updates)
+        cells, last_gone = st.chunk_records(updates, evict)
         records: list[tuple[bytes, bytes | None]] = list(extra_records)
         records += [(name_key(sid), encode_name(t)) for sid, t in sorted(got.new_names.items())]
-        records += [(cell_key(*c), encode_hour(contents[c]))
-                    for c in sorted(contents) if c not in gone]
-        records += [(cell_key(*c), None) for c in sorted(gone)]
+        records += cells
         closed = self.closed_before
-        if gone:
-            closed = max(closed or 0, max(h for _, h in gone) * 60 + 60)
+        gone = last_gone is not None
+        if last_gone is not None:
+            closed = max(closed or 0, last_gone * 60 + 60)
         progress = ProgressRecord(self.identity, offsets, watermark, closed)
         records.append((PROGRESS_KEY, progress.encode()))
         return Change({}, offsets, watermark, evict if gone else None, records, closed,

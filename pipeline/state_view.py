@@ -23,6 +23,7 @@ from logcount.core.backoff import Backoff
 from logcount.core.errors import StateRefused
 from logcount.core.redact import mask
 from logcount.core.settings import RunSettings
+from logcount.pipeline.series import CHUNK_CELL_BYTES, CHUNK_MAGIC
 from logcount.pipeline.start_facts import NO_TOPIC, Facts, gather, read_table, wanted
 from logcount.pipeline.state import (
     CLAIM_KEY,
@@ -81,9 +82,10 @@ def describe(facts: Facts, s: RunSettings) -> dict:
     except ValueError:
         minutes = None
     series = decode_series(table)
-    if series.names or series.cells:  # with --group-by: (minute, series) cells, not minutes
-        minutes = sum(len(decode_hour(v)[0]) for v in series.cells.values()
-                      if _readable(v))
+    grouped = bool(series.names or series.cells or series.chunks)
+    if grouped:  # with --group-by: (minute, series) cells, not minutes
+        minutes = (sum(len(decode_hour(v)[0]) for v in series.cells.values() if _readable(v))
+                   + sum(_chunk_cells(v) for v in series.chunks.values()))
     start = facts.start
     state_offsets = progress.offsets if progress else {}
     parts = sorted(set(facts.partitions) | set(state_offsets))
@@ -115,8 +117,8 @@ def describe(facts: Facts, s: RunSettings) -> dict:
         "closed_before": (None if not progress or progress.closed_before is None
                           else minute_text(progress.closed_before)),
         "minutes": minutes,
-        "hours": len(hours) + len({h for _, h in series.cells}),
-        "series": len(series.names) if series.names or series.cells else None,
+        "hours": len(hours) + len({h for _, h in [*series.cells, *series.chunks]}),
+        "series": len(series.names) if grouped else None,
         "state_topic_size": {
             "records_in_log": facts.state_log[1] - facts.state_log[0],
             "keys": len(table), "bytes": sum(len(k) + len(v) for k, v in table.items()),
@@ -128,6 +130,12 @@ def describe(facts: Facts, s: RunSettings) -> dict:
         report["start"]["lines"].insert(0, f"input topic {s.input_topic} does not exist: a "
                                            f"start creates it ({s.input_partitions} partitions)")
     return report
+
+
+def _chunk_cells(v: bytes) -> int:
+    """The cells of a series chunk record, as its length says (0: not one)."""
+    body = len(v) - len(CHUNK_MAGIC)
+    return body // CHUNK_CELL_BYTES if v.startswith(CHUNK_MAGIC) and body >= 0 else 0
 
 
 def _readable(v: bytes) -> bool:

@@ -213,6 +213,47 @@ class Totals:
         self._m, self._t = minutes, totals
         return self
 
+    @classmethod
+    def from_arrays(cls, keys: np.ndarray, totals: np.ndarray, *, merge_at: int | None = None,
+                    key_end: int = MINUTE_END) -> Totals:
+        """Restore from (key, total) arrays in any order. ValueError on a key twice or out of
+        range, or a total <= 0."""
+        order = np.argsort(keys, kind="stable")
+        self = cls(merge_at=merge_at, key_end=key_end)
+        m, t = np.asarray(keys, np.int64)[order], np.asarray(totals, np.int64)[order]
+        _check_minutes(m, key_end)
+        if (m[1:] == m[:-1]).any():
+            raise ValueError("totals records: a cell twice")
+        if (t <= 0).any():
+            raise ValueError("totals records: a total <= 0")
+        self._m, self._t = m, t
+        return self
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """(keys, totals) ascending, overlay included, as new arrays."""
+        keys, vals = self._overlay_arrays()
+        pos = np.searchsorted(self._m, keys)
+        return np.insert(self._m, pos, keys), np.insert(self._t, pos, vals)
+
+    def hour_cells(self, key_hours: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """PURE: (keys, totals) of every key in the given key hours (ascending, distinct),
+        ascending, overlay included: the arrays' spans gathered in one pass."""
+        lo = np.asarray(key_hours, np.int64) * 60
+        i = np.searchsorted(self._m, lo)
+        n = np.searchsorted(self._m, lo + 60) - i
+        idx = np.repeat(i - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))
+        keys, vals = self._m[idx], self._t[idx]
+        if self._over:
+            extra = [(h * 60 + o, t) for h in key_hours.tolist() if (d := self._over.get(h))
+                     for o, t in d.items()]
+            if extra:
+                ek = np.fromiter((k for k, _ in extra), np.int64, len(extra))
+                ev = np.fromiter((t for _, t in extra), np.int64, len(extra))
+                order = np.argsort(ek)
+                pos = np.searchsorted(keys, ek[order])
+                keys, vals = np.insert(keys, pos, ek[order]), np.insert(vals, pos, ev[order])
+        return keys, vals
+
     def __len__(self) -> int:
         return len(self._m) + self._n_over
 
@@ -296,6 +337,13 @@ class Totals:
         pos, hit = self._find(keys)
         self._t[pos[hit]] = vals[hit]
         miss = ~hit
+        if not self._over and int(miss.sum()) > self.merge_at:
+            # More new keys than the overlay may hold: into the arrays at once, as arrays.
+            order = np.argsort(keys[miss])
+            k, v = keys[miss][order], vals[miss][order]
+            at = np.searchsorted(self._m, k)
+            self._m, self._t = np.insert(self._m, at, k), np.insert(self._t, at, v)
+            return
         for k, v in zip(keys[miss].tolist(), vals[miss].tolist(), strict=True):
             h, o = divmod(k, 60)
             hour = self._over.setdefault(h, {})
@@ -378,9 +426,7 @@ class Totals:
     def items(self) -> Iterator[tuple[int, int]]:
         """(minute, total) ascending by minute, from a snapshot taken now (a copy of the arrays):
         later apply/evict calls do not change what the iterator yields."""
-        keys, vals = self._overlay_arrays()
-        pos = np.searchsorted(self._m, keys)
-        return _chunked(np.insert(self._m, pos, keys), np.insert(self._t, pos, vals))
+        return _chunked(*self.arrays())
 
     @property
     def nbytes(self) -> int:

@@ -8,6 +8,7 @@ synthetic data) make up the rest of the rate, so the stage works at the full loa
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Sequence
@@ -59,18 +60,22 @@ class ProbeReader(threading.Thread):
         self.c.close()
 
     def record(self, m, now: float) -> None:
-        """A committed output record: its probe minute was first seen now, if not before."""
-        self.seen.setdefault(m.key().decode(), now)
+        """A committed output record: its probe minute was first seen now, if not before (a
+        grouped record's key is a JSON array, the minute first: logcount/core/records.py)."""
+        key = m.key().decode()
+        self.seen.setdefault(json.loads(key)[0] if key.startswith("[") else key, now)
 
 
 class RateProducer(threading.Thread):
     """`rate` lines/s for `seconds`: filler lines and one probe per tick."""
 
     def __init__(self, bootstrap: str, topic: str, filler: Sequence[bytes], rate: int,
-                 seconds: float, partitions: int, first_probe: int = 0) -> None:
+                 seconds: float, partitions: int, first_probe: int = 0,
+                 keys: Sequence[bytes] | None = None) -> None:
         super().__init__(daemon=True)
         self.sent: dict[str, float] = {}
         self.lines = 0
+        self.keys = keys  # the filler's record keys, in turn (None: no key)
         self.args = (topic, filler, rate, seconds, partitions, first_probe)
         self.stop = threading.Event()
         # linger 5 ms: a record waits at most that long in the client; the latency is the stage's.
@@ -90,7 +95,8 @@ class RateProducer(threading.Thread):
             self.sent[minute] = time.monotonic()
             k += 1
             for _ in range(per_tick - 1):
-                self.p.produce(topic, filler[i % len(filler)], partition=(i // 100) % partitions)
+                self.p.produce(topic, filler[i % len(filler)], partition=(i // 100) % partitions,
+                               key=self.keys[i % len(self.keys)] if self.keys else None)
                 i += 1
             self.lines += per_tick
             self.p.poll(0)

@@ -91,9 +91,9 @@ class Bench:
                     log.warning("bench: a topic was not deleted: %s", exc)
             log.info("bench: deleted this run's %d topics", len(mine))
 
-    def child(self, label: str, argv: list[str]) -> Child:
+    def child(self, label: str, argv: list[str], env: dict[str, str] | None = None) -> Child:
         log.info("%s: %s", label, " ".join(argv))
-        return Child(argv, log_path=str(self.logs / f"{label}.log"))
+        return Child(argv, env=env, log_path=str(self.logs / f"{label}.log"))
 
     def record(self, label: str, child: Child, records: int, seconds: float,
                checkpoints: list[phases.Checkpoint]) -> dict:
@@ -201,8 +201,14 @@ class Bench:
                 "--dlq-topic", self.name(f"{tag}-dlq"), "--group-id", self.name(tag),
                 "--transactional-id", self.name(tag), "--metrics-port", "0", *extra]
 
-    def logcount(self, label: str, topic: str, *extra: str) -> dict:
-        c = self.child(label, self.stage_argv(topic, label, "--once", *extra))
+    def logcount(self, label: str, topic: str, *extra: str,
+                 env: dict[str, str] | None = None) -> dict:
+        """The stage on `topic` until it has read what was there (--once); `env`: e.g. another
+        checkout's PYTHONPATH (bench --grouping's A/B)."""
+        argv = self.stage_argv(topic, label, "--once", *extra)
+        if env:  # -P: the checkout in env's PYTHONPATH, not the working directory, is imported
+            argv.insert(1, "-P")
+        c = self.child(label, argv, env)
         self.check(c, c.wait(RUN_TIMEOUT_S))
         closing = next((m for _, s in c.lines if (m := parse_closing_line(s))), None)
         if closing is None:
@@ -281,10 +287,10 @@ class Bench:
         return topic
 
     def measure(self, c: Child, warm_line: str, topic: str, tag: str, filler: list[bytes],
-                rate: int, partitions: int) -> dict:
+                rate: int, partitions: int, keys: list[bytes] | None = None) -> dict:
         """Once `c` shows `warm_line` (its first result committed): `rate` lines/s with probes,
         the warm-up apart, then latency, CPU-seconds per million lines and peak RSS over the
-        measured window. Stops `c` with SIGTERM."""
+        measured window. Stops `c` with SIGTERM. `keys`: the filler's record keys, in turn."""
         try:
             # 180 s: a cold start is seconds (Spark's ~4 s); minutes mean it is stuck.
             c.wait_for_line(warm_line, 180)
@@ -294,7 +300,7 @@ class Bench:
             # pace; they are produced at the same rate but reported apart (`warmup_*`).
             warm = self.s.latency_warmup_seconds
             producer = RateProducer(self.bootstrap, topic, filler, rate,
-                                    warm + self.s.latency_seconds, partitions)
+                                    warm + self.s.latency_seconds, partitions, keys=keys)
             t0 = time.monotonic()
             producer.start()
             time.sleep(max(0.0, t0 + warm - time.monotonic()))

@@ -43,9 +43,16 @@ class DeadLetter:
     raw_prefix: bytes
 
 
+# The encoders json.dumps would build on every call with these arguments (the same bytes): a
+# grouped batch encodes a record per series, 10,000 at the --max-series default.
+# Figures: docs/tuning.md#chunked-series-records
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_UNESCAPED = json.JSONEncoder(ensure_ascii=False)
+
+
 def series_key(minute: str, values: tuple[str, ...]) -> bytes:
     """A grouped record's key: the minute and the values as a compact JSON array, UTF-8."""
-    return json.dumps([minute, *values], ensure_ascii=False, separators=(",", ":")).encode()
+    return _COMPACT.encode([minute, *values]).encode()
 
 
 def encode_total(total: MinuteTotal) -> tuple[bytes, bytes]:
@@ -54,7 +61,7 @@ def encode_total(total: MinuteTotal) -> tuple[bytes, bytes]:
         return total.minute.encode(), json.dumps(value).encode()
     value["dims"] = dict(total.dims)
     return (series_key(total.minute, tuple(v for _, v in total.dims)),
-            json.dumps(value, ensure_ascii=False).encode())
+            _UNESCAPED.encode(value).encode())
 
 
 def decode_total(value: bytes) -> MinuteTotal:

@@ -49,3 +49,32 @@ def test_each_series_is_a_record_and_the_overflow_is_counted():
     assert again.stage.run() == 0
     got = {tuple(json.loads(k))[1:]: json.loads(v)["log_count"] for k, v in out2}
     assert got == {("ERROR",): 8, ("__other__",): 5}
+
+
+def test_a_state_of_the_first_layout_is_rewritten_as_chunks_by_the_restart():
+    from logcount.pipeline.series import cell_key, decode_chunk, parse_cell_key, parse_chunk_key
+    from logcount.pipeline.totals import encode_hour
+
+    broker = Broker()
+    r = rig(broker, level="*", group_by="level")
+    _grouped(r.compute, {("ERROR",): {MINUTE: 6}, ("INFO",): {MINUTE: 4}})
+    assert r.stage.run() == 0
+    # the same state as the first grouped layout wrote it: one record per (hour, series)
+    for key in [k for k in broker.table if parse_chunk_key(k)]:
+        chunk, hour = parse_chunk_key(key)  # type: ignore[misc]
+        sids, offs, tots = decode_chunk(broker.table.pop(key), chunk)
+        for sid in set(sids.tolist()):
+            mine = sids == sid
+            broker.table[cell_key(sid, hour)] = encode_hour(
+                dict(zip(offs[mine].tolist(), tots[mine].tolist(), strict=True)))
+    assert sum(1 for k in broker.table if parse_cell_key(k)) == 2
+
+    broker.end, out = 20, []
+    _published(broker, out)
+    again = rig(broker, level="*", group_by="level")
+    _grouped(again.compute, {("INFO",): {MINUTE: 1}, ("ERROR",): {MINUTE: 2}})
+    assert again.stage.run() == 0
+    got = {tuple(json.loads(k))[1:]: json.loads(v)["log_count"] for k, v in out}
+    assert got == {("ERROR",): 8, ("INFO",): 5}
+    assert not [k for k in broker.table if parse_cell_key(k)]
+    assert [k for k in broker.table if parse_chunk_key(k)] == [b"totals/2026-11-26 09/c0"]

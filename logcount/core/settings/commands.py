@@ -343,6 +343,16 @@ class BenchSettings(Settings):
     soak_rate: int = field(default=2_000, metadata=opt("lines/s the soak produces", lo=20))
     sample_seconds: float = field(default=15.0, metadata=opt(
         "seconds between the soak's samples", lo=1))
+    grouping: bool = field(default=False, metadata=opt(
+        "run the --group-by figures instead (logcount/bench/grouping.py): every shape ungrouped "
+        "A/B against --ab-base, Filebeat grouped against ungrouped, the latency of 10,000 live "
+        "series; writes grouping.json and grouping.md"))
+    ab_base: str | None = field(default=None, metadata=opt(
+        "with --grouping: a checkout of the code to compare with (the A/B's B side runs with "
+        "it as PYTHONPATH)", metavar="DIR"))
+    ab_repeats: int = field(default=3, metadata=opt(
+        "with --grouping: runs of each side of the A/B and of the Filebeat pair, interleaved",
+        lo=1, hi=10))
 
     def validate(self) -> BenchSettings:
         if self.lines < 1000:
