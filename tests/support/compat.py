@@ -81,11 +81,12 @@ def compat_env(version: str, scratch: Path) -> CompatEnv:
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
     want = _stamp(version, ROOT / "pyproject.toml")
     if (venv / ".stamp").exists() and (venv / ".stamp").read_text() == want:
-        _run([*pip, "--no-deps", "--force-reinstall", str(src)], home, log)
+        # Offline (the heavy tiers run in a network namespace): the venv's own build backend.
+        _run([*pip, "--no-deps", "--no-build-isolation", "--force-reinstall", str(src)], home, log)
     else:
         shutil.rmtree(venv, ignore_errors=True)
         _run([sys.executable, "-m", "venv", str(venv)], home, log)
-        _run([*pip, "--upgrade", "pip"], home, log)
+        _run([*pip, "--upgrade", "pip", "setuptools>=68", "wheel"], home, log)
         _run([*pip, f"pyspark=={version}"], home, log)
         _run([*pip, str(src)], home, log)
         (venv / ".stamp").write_text(want)
