@@ -8,6 +8,7 @@ import os
 import re
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 from logcount.core.errors import DependencyError
@@ -16,12 +17,29 @@ from logcount.pipeline.cds import spark_java_options
 
 
 def connector_jars() -> list[str]:
+    """The connector jars set-up fetched, refused unless they are the installed pyspark's: a
+    connector of another Spark version fails in the first batch's job, not at start."""
+    import pyspark
+
     d = jars_dir() / "spark-kafka"
     jars = sorted(str(p) for p in Path(d).glob("*.jar"))
     if not jars:
         raise DependencyError(f"Spark's Kafka connector jars are missing in {d}: run "
                               f"scripts/setup.sh (or set LOGCOUNT_JARS_DIR)")
+    found = connector_version(Path(j).name for j in jars)
+    if found != pyspark.__version__:
+        raise DependencyError(f"Spark's Kafka connector in {d} is for Spark {found}, but pyspark "
+                              f"is {pyspark.__version__}: run scripts/setup.sh again")
     return jars
+
+
+def connector_version(names: Iterable[str]) -> str | None:
+    """The Spark version of the spark-sql-kafka jar among jar file names (pure)."""
+    for name in names:
+        m = re.fullmatch(re.escape(KAFKA_PACKAGE.split(":")[1]) + r"-(.+)\.jar", name)
+        if m:
+            return m[1]
+    return None
 
 
 # Spark 4.0's default of spark.sql.sources.useV1SourceList (the sources read through V1).

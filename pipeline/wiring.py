@@ -130,8 +130,8 @@ class SparkCompute:
 
     def ready(self) -> None:
         self.session = spark = self.started.result()
-        log.info("Spark session on %s ready %.1fs after it began%s", spark.sparkContext.master,
-                 self.started.took or 0.0,
+        log.info("Spark %s session on %s ready %.1fs after it began%s", spark.version,
+                 spark.sparkContext.master, self.started.took or 0.0,
                  " (from spark-submit)" if under_spark_submit() else "")
 
     def cancel(self) -> None:

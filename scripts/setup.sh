@@ -28,18 +28,20 @@ if ! command -v mariadbd >/dev/null && [ ! -x /usr/sbin/mariadbd ]; then
     mariadb-server >/dev/null
 fi
 
-# 2. The virtualenv with logcount (editable, so the stack finds jars relative to the checkout).
+# 2. The virtualenv with logcount (editable, so the stack finds jars relative to the checkout) and
+# the pyspark of constraints.txt.
 stamp_of() { sha256sum "$@" | sha256sum | cut -c1-16; }
 if [ ! -x .venv/bin/python ]; then
   say "creating .venv"
   "$python" -m venv .venv
 fi
-want=$(stamp_of pyproject.toml)
+want=$(stamp_of pyproject.toml constraints.txt)
 if [ "$(cat .venv/.logcount-stamp 2>/dev/null)" != "$want" ]; then
   say "installing logcount and its dependencies into .venv"
   mkdir -p .cache
   # pip's own chatter (an editable-install warning) goes to a log, shown only on failure.
-  { .venv/bin/pip install -q --upgrade pip && .venv/bin/pip install -q -e '.[test]'; } \
+  { .venv/bin/pip install -q --upgrade pip \
+      && .venv/bin/pip install -q -c constraints.txt -e '.[test]'; } \
     > .cache/pip.log 2>&1 || { cat .cache/pip.log >&2; die "pip install failed"; }
   echo "$want" > .venv/.logcount-stamp
 fi
@@ -58,7 +60,8 @@ fetch_jars() {  # fetch_jars NAME POM_DIR [extra -D...]
 }
 fetch_jars kafka jvm/kafka-broker
 fetch_jars kafka-streams jvm/kafka-streams  # the bench's kafka_streams_eos (logcount/bench/streams/)
-spark_version=$(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("pyspark"))')
+# The connector at the pyspark the venv has (constraints.txt's on a fresh machine).
+spark_version=$(.venv/bin/python -c 'import pyspark; print(pyspark.__version__)')
 fetch_jars spark-kafka jvm/spark-kafka "-Dspark.version=$spark_version"
 
 # 4. toxiproxy (TCP fault injection for the network-fault tests, tests/support/toxiproxy.py), built

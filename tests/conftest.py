@@ -30,6 +30,19 @@ if TYPE_CHECKING:
 TESTS = Path(__file__).parent
 
 
+COMPAT = TESTS / "compat"
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """The compat tier (older Spark lines, a venv each) is opt-in: collected only when named
+    on the command line (`pytest tests/compat`) or with LOGCOUNT_COMPAT=1. CI runs one Spark."""
+    if not collection_path.is_relative_to(COMPAT) or os.environ.get("LOGCOUNT_COMPAT") == "1":
+        return None
+    here = config.invocation_params.dir
+    named = (Path(here, arg.split("::")[0]).resolve() for arg in config.args)
+    return True if not any(p.is_relative_to(COMPAT) for p in named) else None
+
+
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
 def pytest_collection_modifyitems(config, items) -> None:
     """A test's tier is its folder: tests/unit/ -> the `unit` marker, and so on for every marker

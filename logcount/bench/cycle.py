@@ -8,14 +8,16 @@ arrived, and times each phase of the cycle: planning the ranges (the driver's Li
 read (`spark.read...load()`), the plan's columns and frames, optimising, physical planning, and
 the collect (code generation, the offset reader, the job, the rows to Python); a 15 ms sleep
 stands for the transaction. The first 30 cycles (JIT warm-up) are left out of the report.
-Medians and p90 in ms, as one JSON line. `--conf` sets session SQL settings to try one; `--jfr`
-writes a Java Flight Recording (`cycle.jfr` in the working directory) for a profile.
+Medians and p90 in ms, and the CPU per warm cycle (the JVM's, Python's), as one JSON line.
+`--conf` sets session SQL settings to try one; `--jfr` writes a Java Flight Recording
+(`cycle.jfr` in the working directory) for a profile.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 import uuid
@@ -62,7 +64,11 @@ def main() -> int:
     starts = dict.fromkeys(range(args.partitions), 0)
     time.sleep(1)
     rows = []
+    jvm = spark._jvm.java.lang.ProcessHandle.current().pid()
+    cpu_at_warm = (0.0, 0.0)
     for i in range(args.cycles):
+        if i == WARM_CYCLES:
+            cpu_at_warm = (time.process_time(), _cpu_s(jvm))
         t = [time.monotonic()]
         parts = kafka_io.partitions_of(adm, topic) or []
         kafka_io.list_offsets(adm, topic, parts, OffsetSpec.earliest())
@@ -93,6 +99,7 @@ def main() -> int:
         phases["cycle"] = t[-1] - t[0] + TRANSACTION_S
         phases["records"] = sum(r.size for r in ranges)
         rows.append(phases)
+    cpu = ((time.process_time() - cpu_at_warm[0]), _cpu_s(jvm) - cpu_at_warm[1])
     producer.stop.set()
     warm = rows[WARM_CYCLES:]
     report = {}
@@ -101,8 +108,19 @@ def main() -> int:
         scale = 1 if key == "records" else 1000
         report[key] = [round(statistics.median(values) * scale, 1),
                        round(values[int(len(values) * 0.9)] * scale, 1)]
-    print(json.dumps({"cycles": len(warm), "conf": args.conf, "median_p90": report}))
+    # CPU per warm cycle: the JVM's, and Python's (the rate producer's thread included).
+    cpu_ms = {"jvm": round(cpu[1] * 1000 / len(warm), 1),
+              "python": round(cpu[0] * 1000 / len(warm), 1)}
+    print(json.dumps({"cycles": len(warm), "conf": args.conf, "median_p90": report,
+                      "cpu_ms_per_cycle": cpu_ms}))
     return 0
+
+
+def _cpu_s(pid: int) -> float:
+    """utime + stime of a process, in seconds (/proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 if __name__ == "__main__":

@@ -121,12 +121,24 @@ def test_no_service_publishes_a_fixed_host_port():
     assert not any("ports" in svc for svc in CI.values())
 
 
-def test_the_image_bakes_the_connector_at_the_pinned_pyspark_version():
+def test_the_image_bakes_the_connector_at_the_pyspark_it_installs():
+    """constraints.txt names the one pyspark setup.sh and the image install; the image fetches
+    its connector at that version and checks the pair once built."""
     dockerfile = (ROOT / "docker" / "Dockerfile").read_text()
     pyproject = (ROOT / "pyproject.toml").read_text()
-    assert re.search(r'"pyspark==[0-9.]+"', pyproject)
-    assert 's/.*"pyspark==\\([0-9.]*\\)".*/\\1/p' in dockerfile
+    pins = re.findall(r"^pyspark==([0-9.]+)$", (ROOT / "constraints.txt").read_text(), re.M)
+    assert len(pins) == 1
+    assert "s/^pyspark==\\([0-9.]*\\)$/\\1/p' constraints.txt" in dockerfile
+    assert "pip install --no-cache-dir -c constraints.txt -r" in dockerfile
+    assert "-c constraints.txt -e" in (ROOT / "scripts" / "setup.sh").read_text()
     assert "jvm/fetch.sh jvm/spark-kafka" in dockerfile and "LOGCOUNT_JARS_DIR" in dockerfile
+    assert "spark-sql-kafka-0-10_2.13-$(python3 -c" in dockerfile
+    # The pin lies inside the range a cluster's Python may keep.
+    from packaging.requirements import Requirement
+
+    wanted = [Requirement(d) for d in tomllib.loads(pyproject)["project"]["dependencies"]]
+    (spark,) = [r for r in wanted if r.name == "pyspark"]
+    assert pins[0] in spark.specifier
     # Every package pyproject.toml installs is in the image.
     # Every folder pyproject.toml installs from is in the image (the one name's, and the mapped).
     setup = tomllib.loads(pyproject)["tool"]["setuptools"]

@@ -80,3 +80,25 @@ def _final_flags(options: str) -> dict[str, str]:
     assert done.returncode == 0, done.stderr
     return {line.split()[1]: line.split()[3] for line in done.stdout.splitlines()
             if line.count("=") == 1 and len(line.split()) >= 4}
+
+
+def test_the_connector_jars_must_be_the_installed_pysparks(tmp_path, monkeypatch):
+    """Jars of another Spark (pyspark upgraded after set-up) are refused at start, in one line."""
+    import pyspark
+
+    from logcount.core.errors import DependencyError
+    from logcount.pipeline.spark import connector_jars, connector_version
+
+    assert connector_version(["kafka-clients-3.9.2.jar", "spark-sql-kafka-0-10_2.13-4.1.1.jar",
+                              "spark-token-provider-kafka-0-10_2.13-4.1.1.jar"]) == "4.1.1"
+    assert connector_version(["kafka-clients-3.9.2.jar"]) is None
+    monkeypatch.setenv("LOGCOUNT_JARS_DIR", str(tmp_path))
+    (tmp_path / "spark-kafka").mkdir()
+    other = "3.5.1" if pyspark.__version__ != "3.5.1" else "3.5.2"
+    jar = tmp_path / "spark-kafka" / f"spark-sql-kafka-0-10_2.13-{other}.jar"
+    jar.write_bytes(b"")
+    with pytest.raises(DependencyError, match=f"is for Spark {other}, but pyspark is "):
+        connector_jars()
+    jar.rename(jar.with_name(f"spark-sql-kafka-0-10_2.13-{pyspark.__version__}.jar"))
+    assert connector_jars() == [str(tmp_path / "spark-kafka" /
+                                    f"spark-sql-kafka-0-10_2.13-{pyspark.__version__}.jar")]
