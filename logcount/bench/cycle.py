@@ -8,14 +8,17 @@ arrived, and times each phase of the cycle: planning the ranges (the driver's Li
 read (`spark.read...load()`), the plan's columns and frames, optimising, physical planning, and
 the collect (code generation, the offset reader, the job, the rows to Python); a 15 ms sleep
 stands for the transaction. The first 30 cycles (JIT warm-up) are left out of the report.
-Medians and p90 in ms, and the CPU per warm cycle (the JVM's, Python's), as one JSON line.
-`--conf` sets session SQL settings to try one; `--jfr` writes a Java Flight Recording
-(`cycle.jfr` in the working directory) for a profile.
+Medians and p90 in ms, as one JSON line. `--conf` sets session SQL settings to try one;
+`--jfr FILE` writes a Java Flight Recording of the warm cycles (JFR's "profile" settings),
+`--cprofile FILE` the Python side's profile of the warm cycles (pstats). `cpu_ms` is the CPU of
+one warm cycle, averaged: the driver's Python thread (its py4j calls; the producer's thread is not
+in it) and the whole Spark JVM (driver and, in local mode, the executors' tasks).
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import os
 import statistics
@@ -26,6 +29,7 @@ from confluent_kafka.admin import OffsetSpec
 
 from logcount.bench import data
 from logcount.bench.latency import RateProducer
+from logcount.bench.procs import cpu_seconds, descendants, processes
 from logcount.connectors import kafka_io, stack
 from logcount.formats.spec import LineFormat
 from logcount.pipeline import job
@@ -41,7 +45,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--cycles", type=int, default=150)
     ap.add_argument("--conf", action="append", default=[], help="a SQL setting, KEY=VALUE")
-    ap.add_argument("--jfr", action="store_true", help="record cycle.jfr (profile settings)")
+    ap.add_argument("--jfr", default=None, help="record the warm cycles' JFR here")
+    ap.add_argument("--cprofile", default=None, help="write the warm cycles' cProfile here")
     ap.add_argument("--partitions", type=int, default=4, help="the topic's partitions")
     ap.add_argument("--tasks", type=int, default=None,
                     help="tasks per batch (default: the stage's rule, job.batch_shape)")
@@ -51,8 +56,6 @@ def main() -> int:
     adm = kafka_io.admin(stack.BOOTSTRAP)
     kafka_io.ensure_topic(adm, topic, args.partitions, None, 1)
     java = spark_java_options() or ""
-    if args.jfr:
-        java += " -XX:StartFlightRecording=filename=cycle.jfr,settings=profile"
     spark = spark_session("local[2]", "logcount-cycle", java)
     for item in args.conf:
         key, _, value = item.partition("=")
@@ -64,11 +67,16 @@ def main() -> int:
     starts = dict.fromkeys(range(args.partitions), 0)
     time.sleep(1)
     rows = []
-    jvm = spark._jvm.java.lang.ProcessHandle.current().pid()
-    cpu_at_warm = (0.0, 0.0)
+    jvm = _jvm_pid()
+    profile = cProfile.Profile() if args.cprofile else None
     for i in range(args.cycles):
-        if i == WARM_CYCLES:
-            cpu_at_warm = (time.process_time(), _cpu_s(jvm))
+        if i == WARM_CYCLES and profile is not None:
+            profile.enable()
+        if i == WARM_CYCLES and args.jfr:
+            jfr = spark.sparkContext._jvm.jdk.jfr
+            recording = jfr.Recording(jfr.Configuration.getConfiguration("profile"))
+            recording.start()
+        py0, jvm0 = time.thread_time(), cpu_seconds(jvm)
         t = [time.monotonic()]
         parts = kafka_io.partitions_of(adm, topic) or []
         kafka_io.list_offsets(adm, topic, parts, OffsetSpec.earliest())
@@ -90,37 +98,58 @@ def main() -> int:
         t.append(time.monotonic())
         # The stage's choice of projections (a --conf of the factory mode wins, as in the stage).
         with job.projections(spark, interpreted=shape.interpreted):
-            frame.collect()
+            job.collect_rows(frame)
         t.append(time.monotonic())
+        py1 = time.thread_time()
         time.sleep(TRANSACTION_S)
         starts.update({r.partition: r.end for r in ranges})
         names = ("ranges", "read", "frame", "optimise", "physical", "collect")
         phases = {n: b - a for n, a, b in zip(names, t[:-1], t[1:], strict=True)}
         phases["cycle"] = t[-1] - t[0] + TRANSACTION_S
         phases["records"] = sum(r.size for r in ranges)
+        phases["cpu_py"], phases["cpu_jvm"] = py1 - py0, cpu_seconds(jvm) - jvm0
         rows.append(phases)
-    cpu = ((time.process_time() - cpu_at_warm[0]), _cpu_s(jvm) - cpu_at_warm[1])
+    if profile is not None:
+        profile.disable()
+        profile.dump_stats(args.cprofile)
+    if args.jfr:
+        recording.stop()
+        recording.dump(spark.sparkContext._jvm.java.io.File(args.jfr).toPath())
     producer.stop.set()
     warm = rows[WARM_CYCLES:]
+    cpu = {k: round(sum(r[k] for r in warm) / len(warm) * 1000, 1) for k in ("cpu_py", "cpu_jvm")}
+    cpu["total"] = round(cpu["cpu_py"] + cpu["cpu_jvm"], 1)
     report = {}
-    for key in rows[0]:
+    for key in (k for k in rows[0] if not k.startswith("cpu_")):
         values = sorted(r[key] for r in warm)
         scale = 1 if key == "records" else 1000
         report[key] = [round(statistics.median(values) * scale, 1),
                        round(values[int(len(values) * 0.9)] * scale, 1)]
-    # CPU per warm cycle: the JVM's, and Python's (the rate producer's thread included).
-    cpu_ms = {"jvm": round(cpu[1] * 1000 / len(warm), 1),
-              "python": round(cpu[0] * 1000 / len(warm), 1)}
-    print(json.dumps({"cycles": len(warm), "conf": args.conf, "median_p90": report,
-                      "cpu_ms_per_cycle": cpu_ms}))
+    print(json.dumps({"cycles": len(warm), "conf": args.conf, "cpu_ms": cpu,
+                      "median_p90": report, "jvm_threads_cpu_s": _busiest_threads(jvm)}))
     return 0
 
 
-def _cpu_s(pid: int) -> float:
-    """utime + stime of a process, in seconds (/proc/PID/stat)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def _jvm_pid() -> int | None:
+    """The Spark driver JVM this process started (pyspark's gateway)."""
+    procs = processes()
+    parents = {pid: ppid for pid, (_, ppid) in procs.items()}
+    return next((p for p in descendants(os.getpid(), parents) if procs[p][0] == "java"), None)
+
+
+
+def _busiest_threads(pid: int | None, top: int = 8) -> dict[str, float]:
+    """The JVM's threads that used the most CPU over the whole run, by name (a profile's first
+    look: tasks, the planner, a client's network thread)."""
+    cpu: dict[str, float] = {}
+    for tid in os.listdir(f"/proc/{pid}/task") if pid else []:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                name = f.read().strip()
+        except OSError:
+            continue
+        cpu[name] = cpu.get(name, 0.0) + cpu_seconds(f"{pid}/task/{tid}")
+    return dict(sorted(((k, round(v, 2)) for k, v in cpu.items()), key=lambda kv: -kv[1])[:top])
 
 
 if __name__ == "__main__":

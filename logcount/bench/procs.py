@@ -99,6 +99,16 @@ def processes() -> dict[int, tuple[str, int]]:
     return out
 
 
+def cpu_seconds(pid: int | str | None) -> float:
+    """User + system CPU seconds of one process (or "PID/task/TID": a thread) so far; 0 when it
+    is gone (or None)."""
+    stat = _read(f"/proc/{pid}/stat") if pid else None
+    if stat is None:
+        return 0.0
+    fields = _fields(stat)[1]
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
 def proc_sample(pid: int) -> dict[str, float] | None:
     """RSS (MB), threads and open fds of one process; None when it is gone."""
     status = _read(f"/proc/{pid}/status")

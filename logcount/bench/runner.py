@@ -52,10 +52,10 @@ STREAMS_SOURCE = Path(__file__).with_name("streams") / "LogCountStreams.java"
 # The latency runs' second rate: the main rate (--latency-rate, 20,000 by default) / this, the
 # pace of a real service, where a contender's fixed costs show.
 LOW_RATE_DIVISOR = 10
-# The paced latency runs' --min-batch-interval (CPU against Kafka Streams): a quarter second
-# halves the stage's CPU at 20,000 lines/s for ~100 ms more latency.
+# The paced latency runs' --min-batch-interval: the stage's default cadence, so the report shows
+# what the defaults cost and give beside the unpaced (0, low-latency) runs.
 # Figures: docs/tuning.md#paced-interval
-PACED_INTERVAL_S = 0.25
+PACED_INTERVAL_S = RunSettings.min_batch_interval
 
 
 class Bench:
@@ -253,9 +253,8 @@ class Bench:
         label = (f"latency_trigger_{trigger:g}" + ("" if rate == self.s.latency_rate
                                                     else f"_{rate}")
                  + (f"_paced_{pacing:g}" if pacing else ""))
-        flags = ["--trigger-interval", str(trigger)]
-        if pacing:
-            flags += ["--min-batch-interval", str(pacing)]
+        # Always explicit: 0 is the unpaced (low-latency) mode, whatever the stage's default.
+        flags = ["--trigger-interval", str(trigger), "--min-batch-interval", str(pacing)]
         c = self.child(label, self.stage_argv(topic, tag, *flags))
         result = self.measure(c, "batch 1 committed", topic, tag, filler, rate, partitions)
         commits = commit_seconds(c)[1:]  # the first batch is the warm-up's backlog

@@ -242,6 +242,7 @@ def rig(secured_cluster, endpoints, tmp_path_factory) -> Iterator[Rig]:
             "run", "--client-config", str(props), "--input-topic", names.topic("in"),
             "--output-topic", names.topic("out"), "--dlq-topic", names.topic("dlq"),
             "--group-id", names.group, "--master", "local[2]", "--trigger-interval", "0.5",
+            "--min-batch-interval", "0",
             "--max-records-per-batch", "20000", "--metrics-port", str(rig_.ports["stage"]),
             log_path=tmp / "stage.log")
         rig_.procs["sink"] = start_cli(
@@ -385,7 +386,8 @@ def test_a_hung_stage_never_takes_the_id_back_from_its_replacement(secured_clust
     args = ["run", "--client-config", str(props), "--input-topic", names.topic("in"),
             "--output-topic", names.topic("out"), "--dlq-topic", names.topic("dlq"),
             "--group-id", names.group, "--master", "local[2]", "--metrics-port", "0",
-            "--trigger-interval", "0.2", "--max-records-per-batch", "2000"]
+            "--trigger-interval", "0.2", "--min-batch-interval", "0",
+            "--max-records-per-batch", "2000"]
     old_log, new_log = tmp_path / "old.log", tmp_path / "new.log"
     old = start_cli(*args, env={"LOGCOUNT_CRASH_AT": "in_send_offsets:3",
                                 "LOGCOUNT_CRASH_MODE": "hang"}, log_path=old_log)

@@ -70,7 +70,8 @@ def stage_cmd(names, props: str, *extra: str) -> list[str]:
     # No --bootstrap-servers: the properties file's bootstrap.servers applies.
     return ["run", "--client-config", props, "--input-topic", names.topic("in"),
             "--output-topic", names.topic("out"), "--dlq-topic", names.topic("dlq"),
-            "--group-id", names.group, "--master", "local[2]", "--metrics-port", "0", *extra]
+            "--group-id", names.group, "--master", "local[2]", "--metrics-port", "0",
+            "--min-batch-interval", "0", *extra]  # unpaced, as tests/support/run.py stage_args
 
 
 def sink_cmd(names, props: str, url, *extra: str) -> list[str]:

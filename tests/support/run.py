@@ -34,7 +34,9 @@ def stage_args(endpoints, names, *extra: str, input_topic: str | None = None) ->
             "--input-topic", input_topic or names.topic("in"),
             "--output-topic", names.topic("out"),
             "--dlq-topic", names.topic("dlq"), "--group-id", names.group,
-            "--transactional-id", names.txn_id, "--master", "local[2]", *extra]
+            "--transactional-id", names.txn_id, "--master", "local[2]",
+            # Unpaced: a test waits for a caught-up stage's next batch (a test's own flag wins).
+            "--min-batch-interval", "0", *extra]
 
 
 def sink_args(endpoints, names, url, *extra: str) -> list[str]:

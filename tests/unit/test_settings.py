@@ -126,7 +126,8 @@ def test_every_command_help_has_an_example():
 def test_pacing_is_checked_where_it_is_read():
     s = _parse(RunSettings, ["--min-batch-interval", "0.25"])
     assert s.validate().min_batch_interval == 0.25
-    assert _parse(RunSettings, []).min_batch_interval == 0.0  # no pacing by default
+    assert _parse(RunSettings, []).min_batch_interval == 1.0  # one batch a second when caught up
+    assert _parse(RunSettings, ["--min-batch-interval", "0"]).min_batch_interval == 0.0
     for bad in ("-0.1", "61"):
         with pytest.raises(ConfigError, match="min-batch-interval"):
             _parse(RunSettings, ["--min-batch-interval", bad])

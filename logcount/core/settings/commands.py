@@ -65,14 +65,15 @@ class RunSettings(ServiceFields, CountingFields, KafkaClientFields):
         default=1.0, metadata=opt("seconds to sleep when there is nothing new to read",
                                  **POSITIVE)
     )
-    # Pacing (CPU against Kafka Streams): a caught-up stage otherwise runs a Spark job per ~100 ms
-    # of input, and each pays a fixed ~85 ms of CPU whatever it holds.
-    # Figures: docs/tuning.md#pacing
+    # A caught-up stage at 0 runs a Spark job per ~100 ms of input, each a fixed ~80 ms of CPU: a
+    # core for a per-minute count. One batch a second costs a fraction of that for <= ~1 s more
+    # latency; 0 stays the low-latency mode. Figures: docs/tuning.md#pacing
     min_batch_interval: float = field(
-        default=0.0, metadata=opt("pacing: at least this many seconds from one batch's start to "
+        default=1.0, metadata=opt("pacing: at least this many seconds from one batch's start to "
                                   "the next while the stage is caught up, so a steady input "
                                   "runs fewer, fuller batches (less CPU, up to this much more "
-                                  "latency); a backlog still runs back to back; 0: no pacing",
+                                  "latency); a backlog still runs back to back; 0: no pacing "
+                                  "(the low-latency mode)",
                                   lo=0, hi=60))
     max_records_per_batch: int = field(
         default=2_000_000, metadata=opt("cap on input records per batch, spread over partitions (a "
