@@ -326,3 +326,23 @@ def read_table(url: MySQLUrl) -> dict[str, int]:
             return {t.strftime("%Y-%m-%d %H:%M:00"): int(c) for t, c in cur.fetchall()}
     finally:
         conn.close()
+
+
+def read_series(url: MySQLUrl, table: str, dims: Sequence[str]) -> dict[tuple[str, ...], int]:
+    """A grouped counts table as {('YYYY-MM-DD HH:MM:00', value, ...): count} (the grouped demo's
+    verdict); {} while there is none."""
+    cols = ", ".join(["log_time", *(f"`{check_name('dimension', d)}`" for d in dims), "log_count"])
+    conn = pymysql.connect(host=url.host, port=url.port, user=url.user, password=url.password,
+                           database=url.database, charset="utf8mb4")
+    try:
+        with conn.cursor() as cur:
+            try:
+                cur.execute(f"SELECT {cols} FROM `{check_name('--table', table)}`")
+            except pymysql.err.ProgrammingError as exc:
+                if exc.args[0] != _NO_SUCH_TABLE:
+                    raise
+                return {}
+            return {(t.strftime("%Y-%m-%d %H:%M:00"), *values): int(c)
+                    for t, *values, c in cur.fetchall()}
+    finally:
+        conn.close()

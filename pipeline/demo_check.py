@@ -1,9 +1,10 @@
 """The demo's verdict: error_log against the expectation, printed the same way for both demos.
 
-`logcount demo` calls `report` itself. The docker demo runs this module in the compose network
-(`scripts/docker-demo.sh`): `python -m logcount.pipeline.demo_check --expect PATH` waits until the
-generator has written its expectation and error_log equals it, or until `--timeout`, then prints
-the table and the verdict and exits 0 when they are equal.
+`logcount demo` calls `report` itself (`report_series` with --group-by). The docker demo runs
+this module in the compose network (`scripts/docker-demo.sh`): `python -m
+logcount.pipeline.demo_check --expect PATH` waits until the generator has written its
+expectation and error_log equals it, or until `--timeout`, then prints the table and the verdict
+and exits 0 when they are equal.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import json
 import os
 import sys
 import time
+from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 import pymysql
@@ -35,6 +38,38 @@ def report(table: dict[str, int], expected: dict[str, int], source: str) -> bool
     print(f"\nexpected ({source}): {len(expected)} minutes, {sum(expected.values())} ERROR lines")
     print("RESULT: error_log EQUALS the expectation" if ok else
           f"RESULT: MISMATCH: {len(missing)} minutes differ, {len(extra)} unexpected")
+    return ok
+
+
+def _shown(value: str) -> str:
+    return value if value.isprintable() and value.strip() == value and value else repr(value)
+
+
+def report_series(table: dict[tuple[str, ...], int], expected: dict[tuple[str, ...], int],
+                  name: str, dims: Sequence[str], source: str, top: int = 10) -> bool:
+    """`logcount demo --group-by`'s verdict: the busiest series of table `name` (keys: minute,
+    then one value per dimension), then whether it equals the expectation, row for row."""
+    series: Counter[tuple[str, ...]] = Counter()
+    for key, count in table.items():
+        series[key[1:]] += count
+    busiest = series.most_common(top)
+    widths = [min(40, max([len(d), *(len(_shown(v[i])) for v, _ in busiest)]))
+              for i, d in enumerate(dims)]
+    print(f"\n{name}: the busiest {len(busiest)} of {len(series)} series, all minutes together")
+    print("  " + "  ".join(d.ljust(w) for d, w in zip(dims, widths, strict=True)) + "      lines")
+    for values, count in busiest:
+        cells = (_shown(v).ljust(w) for v, w in zip(values, widths, strict=True))
+        print(f"  {'  '.join(cells)}  {count:>9}")
+    minutes = {key[0] for key in table}
+    print(f"  ... {len(series)} series, {len(minutes)} minutes, {len(table)} rows, "
+          f"{sum(table.values())} lines in all")
+    ok = table == expected
+    differ = sum(1 for k in expected if table.get(k) != expected[k])
+    extra = len(set(table) - set(expected))
+    print(f"\nexpected ({source}): {len({k[1:] for k in expected})} series, {len(expected)} "
+          f"rows, {sum(expected.values())} lines")
+    print(f"RESULT: {name} EQUALS the expectation" if ok else
+          f"RESULT: MISMATCH: {differ} rows differ, {extra} unexpected")
     return ok
 
 

@@ -14,10 +14,16 @@ from logcount.core.errors import ConfigError
 from logcount.core.settings.framework import AT_LEAST_1, PORT, POSITIVE, Settings, opt
 from logcount.core.settings.groups import CountingFields, KafkaClientFields, ServiceFields
 from logcount.core.settings.values import MySQLUrl, mask_url, parse_duration_minutes
-from logcount.formats.shapes import SHAPES, check_group_by, parse_group_by
+from logcount.formats.shapes import DIMENSIONS, SHAPES, check_group_by, parse_group_by
 from logcount.formats.spec import DEFAULT_MAX_SERIES, FormatError
 
 _MYSQL = "mysql://root@127.0.0.1:3306/logcount"
+# `demo --group-by`: the shape its records take, and its names for the sources that shape writes.
+DEMO_SHAPE = "filebeat"
+DEMO_DIMENSIONS = {"service": "key", "host": "host.name", "namespace": "kubernetes.namespace",
+                   "container": "kubernetes.container.name", "pod": "kubernetes.pod.name",
+                   "level": "level"}
+MYSQL_NAME_MAX = 64
 _TABLE = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 
 
@@ -311,6 +317,41 @@ class DemoSettings(Settings):
     lines: int = field(default=200_000, metadata=opt("synthetic lines to produce", **AT_LEAST_1))
     seed: int = field(default=7, metadata=opt("seed of the synthetic generator"))
     master: str = field(default="local[*]", metadata=opt("Spark master"))
+    group_by: str | None = field(default=None, metadata=opt(
+        "count per series instead: Filebeat records of a fleet of services (a few busy ones) "
+        "into MySQL table error_log_by_<NAMES>; each DIM is " + ", ".join(DEMO_DIMENSIONS)
+        + " (with level: every level, counted apart) or run's NAME=SOURCE",
+        metavar="DIM[,DIM...]"))
+
+    @property
+    def group_by_dims(self) -> tuple[tuple[str, str], ...]:
+        """--group-by as run's (name, source) pairs, the demo's names given their sources;
+        () without it."""
+        if self.group_by is None:
+            return ()
+        try:
+            dims = parse_group_by(self.group_by, "--group-by")
+        except FormatError as exc:
+            raise ConfigError(str(exc)) from None
+        return tuple((n, DEMO_DIMENSIONS.get(src, src)) for n, src in dims)
+
+    @property
+    def table(self) -> str:
+        """The MySQL table the demo's totals go to."""
+        return "_".join(["error_log", "by", *(n for n, _ in self.group_by_dims)]) \
+            if self.group_by else "error_log"
+
+    def validate(self) -> DemoSettings:
+        known = {*DEMO_DIMENSIONS.values(), *DIMENSIONS[DEMO_SHAPE]}
+        for name, source in self.group_by_dims:
+            if source not in known:
+                raise ConfigError(f"--group-by {name}={source}: the demo's records have "
+                                  f"{', '.join(DEMO_DIMENSIONS)} (or a source of theirs: "
+                                  f"{', '.join(DIMENSIONS[DEMO_SHAPE])})")
+        if len(self.table) > MYSQL_NAME_MAX:
+            raise ConfigError(f"--group-by {self.group_by}: the table {self.table} is longer "
+                              f"than MySQL's {MYSQL_NAME_MAX} characters; choose shorter NAMEs")
+        return self
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)
