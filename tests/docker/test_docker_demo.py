@@ -39,6 +39,11 @@ SERVICES = yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text())["servi
 NO_ENGINE = 3  # the script's exit status for "no Docker engine can be started here"
 SECOND_LOAD = (60_000, 8)  # lines, seed: arrives while the stage is being killed
 HELD_PORTS = (8080, 9108, 9109)  # the host ports the demo published before Docker chose them
+# The grouped table: a fleet's Filebeat records (lines, seed), by host and level.
+GROUPED_LOAD = (6000, 5)
+GROUP_BY = "host=host.name,level"
+GROUPED_TABLE = "error_log_by_host_level"
+COLLATION_HOSTS = ("Web-1", "web-1", "pad", "pad ")
 
 
 def _generator_load() -> tuple[int, int]:
@@ -56,19 +61,20 @@ def _expected(*loads: tuple[int, int]) -> dict[str, int]:
     return dict(counts)
 
 
-def script(*args: str, timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess:
+def script(*args: str, timeout: float = 600, check: bool = True,
+           stdin: str | None = None) -> subprocess.CompletedProcess:
     # As a user runs it: no LOGCOUNT_DEMO_*_PORT, so Docker chooses the host ports.
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOGCOUNT_DEMO_")}
     proc = subprocess.run([str(SCRIPT), *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+                          text=True, timeout=timeout, input=stdin)
     if check and proc.returncode != 0:
         raise AssertionError(f"docker-demo.sh {' '.join(args)} exited {proc.returncode}:\n"
                              f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return proc
 
 
-def compose(*args: str, timeout: float = 300, check: bool = True) -> str:
-    return script("compose", *args, timeout=timeout, check=check).stdout
+def compose(*args: str, timeout: float = 300, check: bool = True, stdin: str | None = None) -> str:
+    return script("compose", *args, timeout=timeout, check=check, stdin=stdin).stdout
 
 
 def table() -> dict[str, int]:
@@ -184,6 +190,66 @@ def test_the_reader_shows_the_table(demo):
     # The reader prints "minutes<TAB>errors" every 5 s.
     wait_until(lambda: want in compose("logs", "--no-log-prefix", "reader"), 60,
                f"the reader to print {want!r}")
+
+
+def test_the_compose_mysql_takes_a_grouped_table_with_values_a_default_collation_merges(demo):
+    """A grouped stage and `sink --table` (in a container of the demo's image, on the demo's
+    network) into the compose stack's MySQL: the table equals the generator's per-series
+    expectation plus records whose hosts differ only by case or a trailing space, each a row."""
+    n, seed = GROUPED_LOAD
+    marker = "== the expectation of the generator =="
+    steps = [
+        f"logcount produce --synthetic {n} --seed {seed} --shape filebeat --dimensions "
+        f"--topic grouped-logs --partitions 2 --expect /tmp/series.json "
+        f"--expect-group-by {GROUP_BY} --level '*'",
+        "logcount produce --file - --topic grouped-logs",
+        f"logcount run --once --master 'local[2]' --input-topic grouped-logs --output-topic "
+        f"grouped-counts --dlq-topic grouped-dlq --group-id grouped --metrics-port 0 "
+        f"--json-line-field message --level '*' --group-by {GROUP_BY}",
+        f"logcount sink --once --topic grouped-counts --group-id grouped-sink --metrics-port 0 "
+        f"--table {GROUPED_TABLE} --mysql-url mysql://root:logcount@mysql:3306/logcount",
+        f"echo '{marker}'", "cat /tmp/series.json",
+    ]
+    lines, collation_rows = _collation_records()
+    done = compose("run", "--rm", "--no-deps", "-T", "--entrypoint", "sh", "generator", "-c",
+                   " && ".join(steps), stdin="".join(line + "\n" for line in lines))
+    doc = json.loads(done.split(marker, 1)[1])
+    assert doc["group_by"] == {"host": "host.name", "level": "level"} and len(doc["series"]) > 50
+    expected = Counter({(s["minute"], s["dims"]["host"], s["dims"]["level"]): s["count"]
+                        for s in doc["series"]})
+    expected.update(collation_rows)
+
+    def query(sql: str) -> list[list[str]]:
+        out = compose("exec", "-T", "mysql", "mysql", "-uroot", "-plogcount", "-N", "-B",
+                      "logcount", "-e", sql)
+        return [line.split("\t") for line in out.splitlines()]
+
+    rows = {(m, bytes.fromhex(h).decode(), lv): int(c) for m, h, lv, c in query(
+        "SELECT DATE_FORMAT(log_time, '%Y-%m-%d %H:%i:00'), HEX(host), level, log_count "
+        f"FROM {GROUPED_TABLE}")}
+    assert rows == dict(expected)
+    assert {h for _, h, _ in rows} >= set(COLLATION_HOSTS)
+    # The key's collation is the server's binary NO PAD one: MySQL 8's utf8mb4_0900_bin (the
+    # stand-in image is MariaDB: utf8mb4_nopad_bin).
+    ((version,),) = query("SELECT VERSION()")
+    collations = {c for (c,) in query(
+        "SELECT COLLATION_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'logcount' "
+        f"AND TABLE_NAME = '{GROUPED_TABLE}' AND COLLATION_NAME IS NOT NULL")}
+    assert collations == {"utf8mb4_nopad_bin" if "mariadb" in version.lower()
+                          else "utf8mb4_0900_bin"}, (version, collations)
+
+
+def _collation_records() -> tuple[list[str], Counter]:
+    """Filebeat envelopes whose hosts a default collation would merge; their series by
+    construction."""
+    lines, rows = [], Counter()
+    for i in range(48):
+        host, level = COLLATION_HOSTS[i % 4], ("ERROR", "WARN", "INFO")[i % 3]
+        minute = f"2017-07-30 09:0{i % 2}"
+        lines.append(json.dumps({"message": f"{minute}:{i:02d} {level} request {i} failed",
+                                 "host": {"name": host}}))
+        rows[(f"{minute}:00", host, level)] += 1
+    return lines, rows
 
 
 def test_a_killed_stage_restarts_and_the_table_is_exact_again(demo):
