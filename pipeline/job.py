@@ -13,10 +13,10 @@ import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from logcount.formats.rule import REASON_LATE, minute_label
-from logcount.formats.spark import dim_columns, java_seq, line_frame
+from logcount.formats.spark import dim_columns, line_frame
 from logcount.formats.spec import LineFormat
 from logcount.pipeline.offsets import OffsetRange
 from logcount.pipeline.totals import minute_index
@@ -106,11 +106,10 @@ class BatchResult:
 
 
 class _PlanColumns(NamedTuple):
-    keys: Any  # the aggregation's grouping keys (a JVM Seq)
-    n: Any  # the one aggregate, count(1) AS n
-    none: Any  # an empty JVM Seq: agg's other aggregates
-    window: Any  # malformed refs numbered per partition by offset (None: no bound)
-    keep: Any  # the filter on that number (no bound: a null rn)
+    keys: tuple  # the aggregation's grouping keys
+    n: object  # the one aggregate, count(1) AS n
+    window: object  # malformed refs numbered per partition by offset (None: no bound)
+    keep: object  # the filter on that number (no bound: a null rn)
 
 
 def batch_frame(df, fmt: LineFormat, malformed_per_partition: int | None,
@@ -132,12 +131,10 @@ def batch_frame(df, fmt: LineFormat, malformed_per_partition: int | None,
     Python per line).
     """
     from pyspark import SparkContext
-    from pyspark.sql.dataframe import DataFrame
 
     c = _plan_columns(SparkContext._active_spark_context, fmt, malformed_per_partition,
                       late_before)
-    lines = line_frame(df, fmt)
-    agg = DataFrame(lines._jdf.groupBy(c.keys).agg(c.n._jc, c.none), lines.sparkSession)
+    agg = line_frame(df, fmt).groupBy(*c.keys).agg(c.n)
     if c.window is None:
         return agg.withColumn("rn", c.keep)
     return agg.withColumn("rn", c.window).filter(c.keep)
@@ -178,12 +175,11 @@ def _plan_columns(context, fmt: LineFormat, malformed_per_partition: int | None,
     if fmt.continuation == "skip":
         keys += (F.when(F.col("cont"), F.lit(True)).alias("cont"),)
     n = F.count(F.lit(1)).alias("n")
-    seqs = java_seq(context, keys), n, java_seq(context, ())
     if malformed_per_partition is None:
-        return _PlanColumns(*seqs, None, F.lit(None).cast("int"))
+        return _PlanColumns(keys, n, None, F.lit(None).cast("int"))
     w = Window.partitionBy("p", F.col("bad_offset").isNull()).orderBy("bad_offset")
     keep = F.col("bad_offset").isNull() | (F.col("rn") <= malformed_per_partition + 1)
-    return _PlanColumns(*seqs, F.row_number().over(w), keep)
+    return _PlanColumns(keys, n, F.row_number().over(w), keep)
 
 
 # How long the broker may hold an executor consumer's fetch that finds no new record (Java
@@ -225,42 +221,10 @@ def reader_options(bootstrap: str, topic: str, ranges: Sequence[OffsetRange],
     }
 
 
-# reader_options' keys that change from batch to batch; the rest stay set on a cached reader.
-RANGE_OPTIONS = ("assign", "startingOffsets", "endingOffsets")
-
-
 def read_ranges(spark, bootstrap: str, topic: str, ranges: Sequence[OffsetRange],
                 kafka_options: Mapping[str, str]):
-    from pyspark.sql.dataframe import DataFrame
-
-    options = reader_options(bootstrap, topic, ranges, kafka_options)
-    fixed = tuple((k, v) for k, v in options.items() if k not in RANGE_OPTIONS)
-    reader = _kafka_reader(spark, fixed)
-    for key in RANGE_OPTIONS:  # a reader's option() replaces the last batch's value
-        reader.option(key, options[key])
-    return DataFrame(reader.load(), spark)
-
-
-# One JVM DataFrameReader per session and fixed options: each option is a py4j round trip, and
-# only the ranges change between batches (load() takes a copy of the options; batches run one at
-# a time). Figures: docs/tuning.md#py4j-round-trips
-@functools.lru_cache(maxsize=16)
-def _kafka_reader(spark, fixed: tuple[tuple[str, str], ...]):
-    reader = spark._jsparkSession.read().format("kafka")
-    for key, value in fixed:
-        reader.option(key, value)
-    return reader
-
-
-def collect_rows(frame) -> list:
-    """frame.collect() without its call-site bookkeeping: DataFrame.collect walks the Python
-    stack and sets Spark's call site (two py4j round trips) for the UI's job names, every batch.
-    Figures: docs/tuning.md#py4j-round-trips"""
-    from pyspark.serializers import BatchedSerializer, CPickleSerializer
-    from pyspark.util import _load_from_socket
-
-    return list(_load_from_socket(frame._jdf.collectToPython(),
-                                  BatchedSerializer(CPickleSerializer())))
+    return (spark.read.format("kafka")
+            .options(**reader_options(bootstrap, topic, ranges, kafka_options)).load())
 
 
 def compute_batch(spark, bootstrap: str, topic: str, ranges: Sequence[OffsetRange],
@@ -290,7 +254,7 @@ def compute_batch(spark, bootstrap: str, topic: str, ranges: Sequence[OffsetRang
         numbered = any(r.size > per_part for r in rs)
         frame = batch_frame(df, fmt, per_part if numbered else None, late_before)
         with projections(spark, interpreted=shape.interpreted):
-            return collect_rows(frame)
+            return frame.collect()
 
     rows = aggregate(ranges)
     # A partition with more malformed lines than its share is cut just before the first one beyond

@@ -57,26 +57,10 @@ _EPOCH_SECONDS_BELOW = 1e11
 def line_frame(df, fmt: LineFormat):
     """Kafka rows (partition, offset, value) -> per-record columns (module docstring)."""
     from pyspark import SparkContext
-    from pyspark.sql.dataframe import DataFrame
 
-    for seq in _stage_seqs(SparkContext._active_spark_context, fmt):
-        df = DataFrame(df._jdf.select(seq), df.sparkSession)
+    for stage in _stages(SparkContext._active_spark_context, fmt):
+        df = df.select(*stage)
     return df
-
-
-def java_seq(context, cols) -> object:
-    """Columns as one JVM Seq, for a cached plan: DataFrame.select(*cols) converts its list again
-    each time, a py4j round trip per column (py4j's ArrayList.add)."""
-    from pyspark.sql import functions as F
-
-    return context._jvm.PythonUtils.toSeq([(F.col(c) if isinstance(c, str) else c)._jc
-                                           for c in cols])
-
-
-@functools.lru_cache(maxsize=16)
-def _stage_seqs(context, fmt: LineFormat) -> tuple:
-    """_stages' selects as JVM Seqs (built once, like the Columns)."""
-    return tuple(java_seq(context, stage) for stage in _stages(context, fmt))
 
 
 # Every Column is a py4j round trip to build; built per batch, a format's hundred or more cost a
