@@ -98,7 +98,7 @@ def main() -> int:
         t.append(time.monotonic())
         # The stage's choice of projections (a --conf of the factory mode wins, as in the stage).
         with job.projections(spark, interpreted=shape.interpreted):
-            job.collect_rows(frame)
+            frame.collect()
         t.append(time.monotonic())
         py1 = time.thread_time()
         time.sleep(TRANSACTION_S)
