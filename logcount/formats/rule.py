@@ -467,9 +467,29 @@ def _json_object(raw: bytes) -> dict:
         obj, _end = _DECODER.raw_decode(text)
     except (ValueError, RecursionError):
         raise _Bad(REASON_NOT_JSON) from None
-    if not isinstance(obj, dict):
+    if not isinstance(obj, dict) or _lone_surrogate(obj):
         raise _Bad(REASON_NOT_JSON)
     return obj
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _lone_surrogate(value) -> bool:
+    """An escaped lone surrogate (`\\ud800`) anywhere: Spark 4.2's try_parse_json refuses the
+    document (4.0 read it as '?'). A valid pair is one character once decoded."""
+    todo = [value]
+    while todo:  # a loop, not recursion: the document may nest as deep as the decoder allows
+        v = todo.pop()
+        if isinstance(v, str):
+            if _SURROGATE.search(v) is not None:
+                return True
+        elif isinstance(v, dict):
+            todo.extend(v.keys())
+            todo.extend(v.values())
+        elif isinstance(v, list):
+            todo.extend(v)
+    return False
 
 
 _MISSING = object()

@@ -7,6 +7,7 @@ import json
 
 from logcount.formats.rule import (
     REASON_DIMENSION,
+    REASON_NOT_JSON,
     Malformed,
     Parsed,
     cut_dimension,
@@ -75,8 +76,11 @@ def test_expected_series_counts_per_minute_and_values():
                                              ("2017-07-30 14:09:00", "INFO"): 1}
 
 
-def test_a_lone_surrogate_is_a_question_mark_as_in_spark():
+def test_an_escaped_lone_surrogate_is_not_json_as_in_spark_4_2_and_a_pair_is_one_character():
     assert cut_dimension("\ud800x") == "?x"
-    p = parse_record(b'{"message": "' + LINE.encode() + b'", "host": {"name": "\\ud800"}}',
+    for doc in (b'"host": {"name": "\\ud800"}', b'"other": ["\\udc00"]', b'"\\udbff": 1'):
+        p = parse_record(b'{"message": "' + LINE.encode() + b'", ' + doc + b'}', FILEBEAT)
+        assert p == Malformed(REASON_NOT_JSON), doc
+    p = parse_record(b'{"message": "' + LINE.encode() + b'", "host": {"name": "\\ud83d\\ude00"}}',
                      FILEBEAT)
-    assert isinstance(p, Parsed) and p.dims[0] == "?"
+    assert isinstance(p, Parsed) and p.dims[0] == "\U0001f600"
