@@ -554,7 +554,9 @@ class Stage:
         texts: dict[int, str] = {}  # a grouped batch's records share a few minutes
         records = []
         for m, dims, n in change.outputs(tuples):
-            text = texts.get(m) or texts.setdefault(m, minute_text(m))
+            if m not in texts:
+                texts[m] = minute_text(m)
+            text = texts[m]
             records.append(output_record(s.output_topic, text, n, self.fmt.level_label,
                                          tuple(zip(names, dims, strict=True))))
         records += [dlq_record(s.dlq_topic, s.input_topic, ref) for ref in result.malformed]

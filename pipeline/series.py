@@ -204,7 +204,7 @@ class SeriesTotals:
         new = heapq.nsmallest(room, (t for t in counts if t not in self.ids),
                               key=lambda t: (-sum(counts[t].values()), t))
         next_id = max(self.tuples) + 1
-        new_names = {next_id + i: t for i, t in enumerate(new[:room])}
+        new_names = {next_id + i: t for i, t in enumerate(new)}
         ids = {**self.ids, **{t: i for i, t in new_names.items()}}
         overflow_lines = 0
         for t, cells in counts.items():
