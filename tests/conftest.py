@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pymysql
 import pytest
 
 from logcount.core.settings import MySQLUrl
+from tests.support.databases import fresh_database
 from tests.support.names import Names
 from tests.support.ports import free_port
 
@@ -171,23 +171,8 @@ def names(request) -> Names:
 @pytest.fixture
 def mysql_db(endpoints: Endpoints, names: Names) -> Iterator[MySQLUrl]:
     """A fresh, empty database for this test, dropped afterwards."""
-    url = endpoints.mysql.with_database(names.database)
-
-    def execute(sql: str) -> None:
-        # A fresh connection each time: chaos tests restart the server in between.
-        conn = pymysql.connect(host=url.host, port=url.port, user=url.user,
-                               password=url.password, autocommit=True)
-        try:
-            with conn.cursor() as cur:
-                cur.execute(sql)
-        finally:
-            conn.close()
-
-    execute(f"CREATE DATABASE `{url.database}`")
-    try:
+    with fresh_database(endpoints.mysql, names.database) as url:
         yield url
-    finally:
-        execute(f"DROP DATABASE IF EXISTS `{url.database}`")
 
 
 _STARTUP = pytest.StashKey[str]()

@@ -13,10 +13,15 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from logcount.core.settings import MySQLUrl
 from logcount.formats.rule import REASONS
 from logcount.formats.shapes import (
     RUN_FLAGS,
@@ -25,8 +30,10 @@ from logcount.formats.shapes import (
     synthetic_records,
 )
 from logcount.formats.spec import parse_levels
+from tests.support.databases import fresh_database
 from tests.support.exact import assert_exact
 from tests.support.inputs import write_lines
+from tests.support.names import Names
 from tests.support.readers import last_totals, read_all
 from tests.support.run import cli, sink_args, stage_args
 
@@ -75,14 +82,24 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("shape", "zone", "extra"), CASES,
-                         ids=[f"{s}-{z}{'-levels' if e else ''}" for s, z, e in CASES])
-def test_each_shape_is_counted_exactly(endpoints, names, mysql_db, tmp_path, shape, zone,
-                                       extra):
+@dataclass
+class ShapeRun:
+    names: Names
+    url: MySQLUrl
+    expected: dict[str, int]
+    malformed: set[bytes]
+    n_malformed: int
+    levels: tuple[str, ...]
+
+
+def _run_case(endpoints, names: Names, url: MySQLUrl, workdir: Path,
+              case: tuple[str, str, tuple[str, ...]]) -> ShapeRun:
+    """produce --synthetic (and the extra malformed records), run --once, sink --once."""
+    shape, zone, extra = case
     flags = [*RUN_FLAGS[shape], *extra]
     level = _flag(flags, "--level", "ERROR")
     levels = parse_levels(level)
-    seed = 100 + CASES.index((shape, zone, extra))
+    seed = 100 + CASES.index(case)
     records = list(synthetic_records(shape, N, seed, timezone=zone))
     extra_bad = list(synthetic_records(shape, N_MALFORMED, seed + 1, malformed_ratio=1.0,
                                        timezone=zone))
@@ -91,7 +108,7 @@ def test_each_shape_is_counted_exactly(endpoints, names, mysql_db, tmp_path, sha
     n_malformed = sum(r.minute is None for r in records) + len(extra_bad)
     assert expected and malformed
 
-    expect = tmp_path / "expected.json"
+    expect = workdir / "expected.json"
     cli("produce", "--bootstrap-servers", endpoints.bootstrap, "--topic", names.topic("in"),
         "--synthetic", str(N), "--shape", shape, "--seed", str(seed), "--timezone", zone,
         "--level", level, "--expect", str(expect))
@@ -99,10 +116,40 @@ def test_each_shape_is_counted_exactly(endpoints, names, mysql_db, tmp_path, sha
     write_lines(endpoints.bootstrap, names.topic("in"), [r.value for r in extra_bad])
 
     run_flags = [*flags, *(("--timezone", zone) if shape in ZONELESS and zone != "UTC" else ())]
-    cli(*stage_args(endpoints, names, "--once", *run_flags))
-    cli(*sink_args(endpoints, names, mysql_db, "--once"))
-    assert_shape_exact(endpoints, names, mysql_db, expected, malformed, n_malformed,
-                       ",".join(levels))
+    # Side by side, so no fixed /metrics port (it is no part of what a shape's run counts).
+    cli(*stage_args(endpoints, names, "--once", "--metrics-port", "0", *run_flags))
+    cli(*sink_args(endpoints, names, url, "--once", "--metrics-port", "0"))
+    return ShapeRun(names, url, expected, malformed, n_malformed, levels)
+
+
+@pytest.fixture(scope="module")
+def shape_runs(request, endpoints, tmp_path_factory) -> Iterator[dict[tuple, Future[ShapeRun]]]:
+    """The selected cases' runs, two at a time, each with its own topics, group, transactional
+    id and database: a `run --once` is mostly a JVM starting and waiting on the broker, so two
+    side by side on 2 cores finish sooner. Figures: docs/tuning.md#test-suite-time"""
+    selected = {tuple(item.callspec.params[k] for k in ("shape", "zone", "extra"))
+                for item in request.session.items
+                if item.originalname == "test_each_shape_is_counted_exactly"}
+    with ExitStack() as stack:
+        urls = {}
+        for i, case in enumerate(CASES):
+            if case in selected:
+                names = Names.unique(f"shape-{i}")
+                urls[case] = names, stack.enter_context(
+                    fresh_database(endpoints.mysql, names.database))
+        # Entered last, so it waits for every run before the databases are dropped.
+        pool = stack.enter_context(ThreadPoolExecutor(max_workers=2))
+        yield {case: pool.submit(_run_case, endpoints, names, url,
+                                 tmp_path_factory.mktemp("shape"), case)
+               for case, (names, url) in urls.items()}
+
+
+@pytest.mark.parametrize(("shape", "zone", "extra"), CASES,
+                         ids=[f"{s}-{z}{'-levels' if e else ''}" for s, z, e in CASES])
+def test_each_shape_is_counted_exactly(endpoints, shape_runs, shape, zone, extra):
+    run = shape_runs[(shape, zone, extra)].result()  # a failed command fails this case only
+    assert_shape_exact(endpoints, run.names, run.url, run.expected, run.malformed,
+                       run.n_malformed, ",".join(run.levels))
 
 
 @pytest.mark.parametrize("zone", ["UTC", "Asia/Tokyo"])

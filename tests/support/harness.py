@@ -49,6 +49,7 @@ class ChaosConfig:
     # Some of the stage's SIGKILL-like deaths come from crash points at the worst moments
     # (after producing, before offsets); they are what at-least-once cannot survive.
     stage_crash_points: int = 2
+    crash_at: tuple[str, ...] = ("after_produce", "after_send_offsets")
     sink_sigkills: int = 5
     broker_bounces: int = 2
     mysql_restarts: int = 2
@@ -310,7 +311,7 @@ def run_chaos(endpoints, names, url, cfg: ChaosConfig, workdir: Path) -> Report:
             for proc in stages:
                 proc.signal(signal.SIGTERM)
         elif fault == "stage_crash_point":
-            point = rng.choice(("after_produce", "after_send_offsets"))
+            point = rng.choice(cfg.crash_at)
             for proc in stages:
                 proc.signal(signal.SIGKILL)
                 proc.start(env={"LOGCOUNT_CRASH_AT": f"{point}:1"})
