@@ -36,7 +36,8 @@ def main() -> None:
     t0 = time.monotonic()
     kafka_io.ensure_topic(kafka_io.admin(a.bootstrap_servers), a.output_topic, 4,
                           {"cleanup.policy": "compact"})
-    spark = spark_session(a.master, "sss-bench")
+    # Under a trigger it runs at the stage's default cadence: the paced stage's driver JVM too.
+    spark = spark_session(a.master, "sss-bench", paced=a.trigger_seconds is not None)
     t1 = time.monotonic()
     lines = (spark.readStream.format("kafka")
              .option("kafka.bootstrap.servers", a.bootstrap_servers)
