@@ -93,15 +93,19 @@ STATUS_STORE_BOUNDS = {
 # Parallel GC (throughput, no threads competing with tasks), C2 at 10x the invocation counts (a
 # cold start compiles less), 256 MB metaspace (no full GC in the first job), fixed 192 MB young
 # generation (eden no longer grows toward -Xmx). Figures: docs/tuning.md#driver-jvm
-DRIVER_JVM_OPTIONS = (
-    "-XX:+UseParallelGC -XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000 "
-    "-XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000 -XX:MetaspaceSize=256m "
-    "-Xmn192m"
-)
+_JIT_AND_METASPACE = (
+    "-XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000 "
+    "-XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000 -XX:MetaspaceSize=256m")
+DRIVER_JVM_OPTIONS = f"-XX:+UseParallelGC {_JIT_AND_METASPACE} -Xmn192m"
 # The heap starts at 512 MB committed (-Xms; the whole heap when spark.driver.memory is less):
 # without it the parallel collector kept growing the old generation for the first ~15 minutes of
 # a steady stage while the live heap stayed ~80 MB. Figures: docs/tuning.md#heap-floor
 HEAP_FLOOR_MB = 512
+# A paced stage's (the default cadence) driver JVM: the serial collector (~1 MB of structures, the
+# parallel one's ~80 MB) with a 48 MB young generation from a 64 MB heap: ~300 MB less RSS, and
+# its full collections (~130 ms) fit the cadence's second. Figures: docs/tuning.md#paced-driver-jvm
+PACED_JVM_OPTIONS = f"-XX:+UseSerialGC {_JIT_AND_METASPACE} -Xmn48m"
+PACED_HEAP_FLOOR_MB = 64
 DEFAULT_DRIVER_MEMORY = "2g"
 # spark.driver.memory's units (Spark's JavaUtils.byteStringAsBytes; a bare number is MiB there)
 _MEMORY = re.compile(r"\s*(\d+)\s*(b|[kmgtp]b?)?\s*", re.IGNORECASE)
@@ -112,24 +116,27 @@ def driver_memory() -> str:
     return os.environ.get("LOGCOUNT_SPARK_DRIVER_MEMORY", DEFAULT_DRIVER_MEMORY)
 
 
-def driver_java_options(memory: str, cds: str | None, extra: str = "") -> str:
-    """spark.driver.extraJavaOptions of the driver JVM the stage starts (pure): ours, the heap
-    floor for `memory`, the CDS archive's, then `extra` (LOGCOUNT_SPARK_JAVA_OPTIONS). Extra
-    comes last because HotSpot takes the last of a repeated flag: an operator's -Xmn or -Xms
-    wins over ours (a collector of their own needs -XX:-UseParallelGC before it; docs/deploy.md,
-    Sizing)."""
-    return " ".join(o for o in (DRIVER_JVM_OPTIONS, initial_heap_option(memory), cds or "",
+def driver_java_options(memory: str, cds: str | None, extra: str = "",
+                        paced: bool = False) -> str:
+    """spark.driver.extraJavaOptions of the driver JVM the stage starts (pure): ours (the paced
+    mode's when `paced`), the heap floor for `memory`, the CDS archive's, then `extra`
+    (LOGCOUNT_SPARK_JAVA_OPTIONS). Extra comes last because HotSpot takes the last of a repeated
+    flag: an operator's -Xmn or -Xms wins over ours (a collector of their own needs ours off
+    before it, -XX:-UseSerialGC or -XX:-UseParallelGC; docs/deploy.md, Sizing)."""
+    ours = PACED_JVM_OPTIONS if paced else DRIVER_JVM_OPTIONS
+    floor = PACED_HEAP_FLOOR_MB if paced else HEAP_FLOOR_MB
+    return " ".join(o for o in (ours, initial_heap_option(memory, floor), cds or "",
                                 extra.strip()) if o)
 
 
-def initial_heap_option(memory: str) -> str:
-    """-Xms for a driver of spark.driver.memory `memory`: HEAP_FLOOR_MB, or `memory` when it is
+def initial_heap_option(memory: str, floor: int = HEAP_FLOOR_MB) -> str:
+    """-Xms for a driver of spark.driver.memory `memory`: `floor` MB, or `memory` when it is
     smaller; "" when `memory` is no size Spark reads (Spark then refuses it itself)."""
     m = _MEMORY.fullmatch(memory)
     if not m:
         return ""
     mb = int(m[1]) * _MB_PER_UNIT[(m[2] or "m")[0].lower()]
-    return f"-Xms{max(1, min(HEAP_FLOOR_MB, int(mb)))}m"
+    return f"-Xms{max(1, min(floor, int(mb)))}m"
 
 
 def under_spark_submit() -> bool:
@@ -138,10 +145,12 @@ def under_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
-def spark_session(master: str, app_name: str = "logcount", java_options: str | None = None):
+def spark_session(master: str, app_name: str = "logcount", java_options: str | None = None,
+                  paced: bool = False):
     """The stage's session: spark-submit's when it started us, else our own (it takes seconds
-    to start; batches reuse it). Our own driver JVM gets DRIVER_JVM_OPTIONS and `java_options`:
-    by default those of set-up's CDS archive, if any."""
+    to start; batches reuse it). Our own driver JVM gets DRIVER_JVM_OPTIONS (PACED_JVM_OPTIONS
+    when `paced`: the stage runs with --min-batch-interval) and `java_options`: by default
+    those of set-up's CDS archive, if any."""
     from pyspark.sql import SparkSession
 
     if under_spark_submit():
@@ -165,7 +174,7 @@ def spark_session(master: str, app_name: str = "logcount", java_options: str | N
     if java_options is None:
         java_options = spark_java_options()  # the class-data-sharing archive, when set-up made one
     builder = builder.config("spark.driver.extraJavaOptions", driver_java_options(
-        driver_memory(), java_options, os.environ.get("LOGCOUNT_SPARK_JAVA_OPTIONS", "")))
+        driver_memory(), java_options, os.environ.get("LOGCOUNT_SPARK_JAVA_OPTIONS", ""), paced))
     if master.startswith("spark://"):
         host = os.environ.get("LOGCOUNT_SPARK_DRIVER_HOST", "127.0.0.1")
         builder = builder.config("spark.driver.host", host)
@@ -183,8 +192,9 @@ class SessionStart:
     the longest part of a stage's start (~2 s of ~5 s to the first commit), so everything that
     does not need it (importing the stage, the broker, fencing, the state) goes beside it."""
 
-    def __init__(self, master: str) -> None:
+    def __init__(self, master: str, paced: bool = False) -> None:
         self.master = master
+        self.paced = paced
         self.began = time.monotonic()
         self.took: float | None = None  # seconds, once ready
         pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="spark-start")
@@ -192,7 +202,7 @@ class SessionStart:
         pool.shutdown(wait=False)
 
     def _start(self):
-        spark = spark_session(self.master)
+        spark = spark_session(self.master, paced=self.paced)
         self.took = time.monotonic() - self.began
         return spark
 

@@ -25,6 +25,7 @@ FIRST_COMMIT_GOAL_S = 5.0
 # lines/s by default) and at a tenth of it: CPU per line at most this x Kafka Streams' (with a
 # p99 no higher than its), peak RSS of the stage's Python driver + JVM, and a cold start.
 PEER = "kafka_streams_eos"
+SSS = "spark_structured_streaming"
 CPU_RATIO_GOAL = 1.0
 PEAK_RSS_GOAL_MB = 600
 COLD_START_GOAL_S = 3.0
@@ -171,7 +172,8 @@ def goals(r: dict) -> list[dict]:
         got = x["ratio_to_seed"]
         out.append(_goal(f"{shape} ({x['kind']}) >= {FORMAT_RATIO_GOAL:g} x the seed format "
                          f"(steady state)", got, got is not None and got >= FORMAT_RATIO_GOAL))
-    return out + _peer_goals(r.get("latency_runs", [])) + wide_goals(r.get("partitions", {}))
+    lat_runs = r.get("latency_runs", [])
+    return out + _peer_goals(lat_runs) + _sss_goals(lat_runs) + wide_goals(r.get("partitions", {}))
 
 
 def judged(runs) -> list[dict]:
@@ -227,6 +229,34 @@ def _peer_goals(runs: list[dict]) -> list[dict]:
         _goal(f"peak RSS, Python driver + JVM, at {at(high)} lines/s <= {PEAK_RSS_GOAL_MB} MB "
               f"({how})", rss, rss is not None and rss <= PEAK_RSS_GOAL_MB),
     ]
+
+
+def _sss_goals(runs: list[dict]) -> list[dict]:
+    """The goals against Structured Streaming, at the highest rate run and at the lowest: the
+    stage at the cadence of SSS's trigger (its paced runs, the stage's defaults; the cheapest if
+    several) below SSS's CPU per line and p99. Not met where a run is missing."""
+    rates = sorted({x["target_rate"] for x in runs})
+    out = []
+    for rate in ([rates[-1], rates[0]] if len(rates) > 1 else [*rates, None]):
+        def of(contender: str, rate: int | None = rate) -> list[dict]:
+            return [x for x in runs if x["contender"] == contender and x["target_rate"] == rate
+                    and not math.isnan(x["p99"])]
+
+        sss = min(of(SSS), key=lambda x: x["p99"], default=None)
+        cadence = (sss or {}).get("trigger_interval_s")
+        stage = min((x for x in of("logcount_eos") if cadence
+                     and x.get("min_batch_interval_s") == cadence and x.get("cpu_s_per_m_lines")),
+                    key=lambda x: x["cpu_s_per_m_lines"], default=None)
+        a, b = (stage or {}).get("cpu_s_per_m_lines"), (sss or {}).get("cpu_s_per_m_lines")
+        cpu = round(a / b, 2) if a and b else None
+        p99, sss_p99 = (stage or {}).get("p99"), (sss or {}).get("p99")
+        how = run_setting(stage) if stage else "?"
+        at = "?" if rate is None else f"{rate:,}"
+        out += [_goal(f"CPU per line at {at} lines/s < {SSS}'s ({how})", cpu,
+                      cpu is not None and cpu < 1),
+                _goal(f"p99 latency at {at} lines/s < {SSS}'s ({_n(sss_p99)} ms; {how})", p99,
+                      p99 is not None and sss_p99 is not None and p99 < sss_p99)]
+    return out
 
 
 # How a latency setting's repeated runs combine: the median of a figure, its worst, or its sum.

@@ -56,6 +56,10 @@ LOW_RATE_DIVISOR = 10
 # what the defaults cost and give beside the unpaced (0, low-latency) runs.
 # Figures: docs/tuning.md#paced-interval
 PACED_INTERVAL_S = RunSettings.min_batch_interval
+# The paced runs' --trigger-interval: the stage's default too, so they are the stage at defaults.
+DEFAULT_TRIGGER_S = RunSettings.trigger_interval
+# Structured Streaming's processing-time trigger in the latency runs: the stage's cadence.
+SSS_TRIGGER_S = PACED_INTERVAL_S
 
 
 class Bench:
@@ -276,6 +280,20 @@ class Bench:
         result = {"contender": "kafka_streams_eos", "trigger_interval_s": None,
                   **self.measure(c, "progress ", topic, tag, filler, rate, 4)}
         log.info("latency of kafka_streams_eos at %d lines/s: %s", rate, result)
+        return result
+
+    def latency_sss(self, filler: list[bytes], rate: int) -> dict:
+        """spark_structured_streaming under `rate` lines/s at a processing-time trigger of the
+        stage's cadence (SSS_TRIGGER_S): the same producer, probes and read_committed reader."""
+        tag = f"latsss-r{rate}"
+        topic = self.loaded_topic(tag, filler, 4)
+        c = self.child(f"latency_sss_{rate}", [
+            sys.executable, "-m", "logcount.bench.sss_app", "--bootstrap-servers", self.bootstrap,
+            "--topic", topic, "--output-topic", self.name(f"{tag}-out"),
+            "--trigger-seconds", str(SSS_TRIGGER_S)])
+        result = {"contender": "spark_structured_streaming", "trigger_interval_s": SSS_TRIGGER_S,
+                  **self.measure(c, "progress ", topic, tag, filler, rate, 4)}
+        log.info("latency of spark_structured_streaming at %d lines/s: %s", rate, result)
         return result
 
     def loaded_topic(self, tag: str, filler: list[bytes], partitions: int) -> str:
@@ -544,11 +562,13 @@ def run_bench(s: BenchSettings) -> int:
                  for i in range(s.latency_repeats)]
         half, streams = (report.combine_runs([pair[i] for pair in pairs]) for i in (0, 1))
         lat = {"0.5": half, "1.0": b.latency(1.0, lines)}
-        # CPU and memory beside Kafka Streams: at the latency rate and at a tenth.
-        lat_runs = [*lat.values(), b.latency(0.5, lines, pacing=PACED_INTERVAL_S),
-                    streams, b.latency(0.5, lines, rate=low),
-                    b.latency(0.5, lines, rate=low, pacing=PACED_INTERVAL_S),
-                    b.latency_streams(lines, low)]
+        # CPU and memory beside Kafka Streams and Structured Streaming (at the stage's cadence),
+        # at the latency rate and at a tenth; the paced runs are the stage at its defaults.
+        lat_runs = [*lat.values(), b.latency(DEFAULT_TRIGGER_S, lines, pacing=PACED_INTERVAL_S),
+                    streams, b.latency_sss(lines, s.latency_rate),
+                    b.latency(0.5, lines, rate=low),
+                    b.latency(DEFAULT_TRIGGER_S, lines, rate=low, pacing=PACED_INTERVAL_S),
+                    b.latency_streams(lines, low), b.latency_sss(lines, low)]
         lat_axis = {"4": lat["0.5"], **{str(p): b.latency(0.5, lines, p) for p in wide}}
         rec = b.recovery(lines)
         progress.advance(large)

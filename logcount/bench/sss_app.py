@@ -5,7 +5,8 @@ mode, a checkpoint directory; Spark's Kafka sink is at-least-once). The backlog 
 with Trigger.AvailableNow in micro-batches of at most --max-records, logcount's batch size.
 Same Spark session settings as the stage (pipeline.spark.spark_session). Prints `progress R`
 after each micro-batch, then one JSON line: records, seconds (query started -> query finished),
-session_seconds.
+session_seconds. With --trigger-seconds S it runs as a service instead (the bench's latency
+runs): a processing-time trigger of S seconds, until it is stopped, `progress R` lines only.
 """
 
 from __future__ import annotations
@@ -29,11 +30,14 @@ def main() -> None:
     ap.add_argument("--output-topic", required=True)
     ap.add_argument("--master", default="local[*]")
     ap.add_argument("--max-records", type=int, default=2_000_000)
+    ap.add_argument("--trigger-seconds", type=float, default=None,
+                    help="a processing-time trigger, run until stopped (default: AvailableNow)")
     a = ap.parse_args()
     t0 = time.monotonic()
     kafka_io.ensure_topic(kafka_io.admin(a.bootstrap_servers), a.output_topic, 4,
                           {"cleanup.policy": "compact"})
-    spark = spark_session(a.master, "sss-bench")
+    # Under a trigger it runs at the stage's default cadence: the paced stage's driver JVM too.
+    spark = spark_session(a.master, "sss-bench", paced=a.trigger_seconds is not None)
     t1 = time.monotonic()
     lines = (spark.readStream.format("kafka")
              .option("kafka.bootstrap.servers", a.bootstrap_servers)
@@ -55,11 +59,13 @@ def main() -> None:
                       F.to_json(F.struct(F.date_format("window.start", "yyyy-MM-dd HH:mm:ss")
                                          .alias("log_time"),
                                          F.col("count").alias("log_count"))).alias("value")))
+    trigger = ({"availableNow": True} if a.trigger_seconds is None
+               else {"processingTime": f"{a.trigger_seconds:g} seconds"})
     with tempfile.TemporaryDirectory() as ckpt:
         q = (counts.writeStream.format("kafka").outputMode("update")
              .option("kafka.bootstrap.servers", a.bootstrap_servers)
              .option("topic", a.output_topic).option("checkpointLocation", ckpt)
-             .trigger(availableNow=True).start())
+             .trigger(**trigger).start())
         # A `progress R` line per finished micro-batch (its output written): the checkpoints of
         # logcount/bench/phases.py. Polled every 50 ms, so a checkpoint is late by at most that
         # much.

@@ -70,6 +70,22 @@ def test_an_operators_collector_and_young_generation_start_this_machines_java():
     assert int(final["InitialHeapSize"]) == 64 * 1024 * 1024
 
 
+def test_a_paced_stage_starts_the_serial_collector_with_a_small_heap():
+    """The default cadence's driver JVM (--min-batch-interval > 0) is the memory-tight one; the
+    low-latency mode keeps the parallel collector and its 512 MB floor."""
+    from logcount.pipeline.spark import PACED_JVM_OPTIONS, driver_java_options
+
+    opts = driver_java_options("2g", None, paced=True)
+    assert opts == f"{PACED_JVM_OPTIONS} -Xms64m"
+    final = _final_flags(opts + " -Xmx2g")
+    assert final["UseSerialGC"] == "true" and final["UseParallelGC"] == "false"
+    assert int(final["NewSize"]) == 48 * 1024 * 1024
+    assert int(final["InitialHeapSize"]) == 64 * 1024 * 1024
+    assert final["Tier4InvocationThreshold"] == "50000"
+    assert driver_java_options("40m", None, paced=True).endswith(" -Xms40m")
+    assert "-XX:+UseParallelGC" in driver_java_options("2g", None, paced=False)
+
+
 def _final_flags(options: str) -> dict[str, str]:
     """This machine's java started with `options`: its final flags, name -> value."""
     import shlex
