@@ -29,7 +29,7 @@ from confluent_kafka.admin import OffsetSpec
 
 from logcount.bench import data
 from logcount.bench.latency import RateProducer
-from logcount.bench.procs import cpu_seconds, descendants, processes
+from logcount.bench.procs import cpu_seconds
 from logcount.connectors import kafka_io, stack
 from logcount.formats.spec import LineFormat
 from logcount.pipeline import job
@@ -67,7 +67,8 @@ def main() -> int:
     starts = dict.fromkeys(range(args.partitions), 0)
     time.sleep(1)
     rows = []
-    jvm = _jvm_pid()
+    # Asked of the JVM itself: the first java child may be the broker stack.up just started.
+    jvm = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
     profile = cProfile.Profile() if args.cprofile else None
     for i in range(args.cycles):
         if i == WARM_CYCLES and profile is not None:
@@ -128,14 +129,6 @@ def main() -> int:
     print(json.dumps({"cycles": len(warm), "conf": args.conf, "cpu_ms": cpu,
                       "median_p90": report, "jvm_threads_cpu_s": _busiest_threads(jvm)}))
     return 0
-
-
-def _jvm_pid() -> int | None:
-    """The Spark driver JVM this process started (pyspark's gateway)."""
-    procs = processes()
-    parents = {pid: ppid for pid, (_, ppid) in procs.items()}
-    return next((p for p in descendants(os.getpid(), parents) if procs[p][0] == "java"), None)
-
 
 
 def _busiest_threads(pid: int | None, top: int = 8) -> dict[str, float]:
