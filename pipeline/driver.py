@@ -47,7 +47,13 @@ from logcount.core.errors import (
 from logcount.core.heartbeat import HEARTBEAT, frozen_between
 from logcount.core.metrics import Health, StageMetrics, serve
 from logcount.core.progress import Progress
-from logcount.core.records import DeadLetter, MinuteTotal, encode_dead_letter, encode_total
+from logcount.core.records import (
+    DeadLetter,
+    MinuteTotal,
+    SeriesEncoder,
+    encode_dead_letter,
+    encode_total,
+)
 from logcount.core.recovery import Recovery
 from logcount.core.settings import RunSettings
 from logcount.formats.rule import REASON_LATE
@@ -255,6 +261,7 @@ class Stage:
         self.consumer: Group | None = None
         self.batches = 0
         self.overflow_warned_at: float | None = None  # the overflow WARN: once an hour
+        self.encoder: SeriesEncoder | None = None  # grouped output records (batch_records)
         self.backlogged = False  # the last plan left more than one batch's records (plan())
         self.backoff = Backoff(RETRY_FIRST_S, RETRY_MAX_S, give_up_s=GIVE_UP_AFTER_S,
                                clock=self.clock)
@@ -553,12 +560,17 @@ class Stage:
         tuples = self.state.series.tuples if self.state.series is not None else {}
         texts: dict[int, str] = {}  # a grouped batch's records share a few minutes
         records = []
+        enc = self.encoder
+        if names and (enc is None or enc.names != names):
+            enc = self.encoder = SeriesEncoder(self.fmt.level_label, names)
         for m, dims, n in change.outputs(tuples):
             if m not in texts:
                 texts[m] = minute_text(m)
             text = texts[m]
-            records.append(output_record(s.output_topic, text, n, self.fmt.level_label,
-                                         tuple(zip(names, dims, strict=True))))
+            if enc is not None:
+                records.append(OutRecord(s.output_topic, *enc.encode(text, dims, n)))
+            else:
+                records.append(output_record(s.output_topic, text, n, self.fmt.level_label))
         records += [dlq_record(s.dlq_topic, s.input_topic, ref) for ref in result.malformed]
         records += [OutRecord(self.state_topic, k, v) for k, v in change.state_records]
         return records

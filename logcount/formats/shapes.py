@@ -337,12 +337,13 @@ _LOGGERS = ("com.example.OrderService", "o.a.k.clients.NetworkClient", "c.e.db.P
 
 # --- dimensions: a fleet of services, a few of them busy ---------------------------------------
 
-# (service, its namespace), busiest first; nodes the pods run on; loggers per kind of program.
+# (service, its namespace), busiest first; the 20 nodes the pods run on (x 5 namespaces: ~100
+# host and namespace series, the bench's grouped Filebeat); loggers per kind of program.
 _SERVICES = (("checkout", "shop"), ("orders", "shop"), ("payments", "billing"),
              ("catalog", "shop"), ("search", "discovery"), ("auth", "platform"), ("cart", "shop"),
              ("shipping", "logistics"), ("recommend", "discovery"), ("email", "platform"),
              ("inventory", "logistics"), ("gateway", "platform"))
-_NODES = tuple(f"node-{k}" for k in range(1, 9))
+_NODES = tuple(f"node-{k}" for k in range(1, 21))
 _JAVA_LOGGERS = ("com.example.OrderService", "o.a.k.clients.NetworkClient", "c.e.db.Pool",
                  "org.hibernate.SQL", "com.example.http.Server", "io.netty.channel.Epoll",
                  "com.zaxxer.hikari.HikariPool", "org.springframework.web.Dispatcher")

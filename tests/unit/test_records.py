@@ -8,6 +8,7 @@ import pytest
 from logcount.core.records import (
     DeadLetter,
     MinuteTotal,
+    SeriesEncoder,
     decode_dead_letter,
     decode_total,
     encode_dead_letter,
@@ -64,3 +65,22 @@ def test_an_ungrouped_record_decodes_without_dims():
     assert decode_total(b'{"log_time": "m", "log_count": 1, "level": "ERROR"}').dims == ()
     with pytest.raises(ValueError):
         decode_total(b'{"log_time": "m", "log_count": 1, "dims": ["x"]}')
+
+
+VALUES = ["web-1", "", "a|b", 'q"uote', "new\nline", "\x00nul", "café", "€" * 90, "\\", "/",
+          "\u2028", "😀", "__other__", "x" * 255]
+
+
+def test_the_series_encoder_writes_encode_totals_bytes():
+    names = ("host", "ns")
+    enc = SeriesEncoder("ERROR,WARN", names)
+    for i, a in enumerate(VALUES):
+        b = VALUES[-1 - i]
+        for minute, n in (("2017-07-30 14:09:00", 1), ("0001-01-01 00:00:00", 10**15)):
+            want = encode_total(MinuteTotal(minute, n, "ERROR,WARN", (("host", a), ("ns", b))))
+            assert enc.encode(minute, (a, b), n) == want
+            assert enc.encode(minute, (a, b), n) == want  # and from its cache
+    assert len(enc.series) == len(VALUES)
+    one = SeriesEncoder("*", ("level",))
+    assert one.encode("2017-07-30 14:09:00", ("INFO",), 3) == encode_total(
+        MinuteTotal("2017-07-30 14:09:00", 3, "*", (("level", "INFO"),)))

@@ -195,3 +195,11 @@ def test_batch_result_counts_per_series_and_sums_per_minute():
     assert res.counts == {M0: 5, M0 + 1: 1} and res.records == 12
     assert [m.offset for m in res.malformed] == [7]
     assert batch_result(rows, [OffsetRange(0, 0, 12)]).series == {}
+    # collected Rows (read by position), their fields in another order, are read alike
+    from pyspark.sql.types import _create_row
+
+    fields = sorted(rows[0], reverse=True)
+    spark_rows = [_create_row(list(fields), [r[f] for f in fields]) for r in rows]
+    got = batch_result(spark_rows, [OffsetRange(0, 0, 12)], 2)
+    assert (got.series, got.counts, got.records, got.malformed) == (
+        res.series, res.counts, res.records, res.malformed)

@@ -99,6 +99,14 @@ def test_a_few_services_are_busy_and_many_are_quiet(shape):
         assert len({r.fields[source] for r in good}) >= 4, source
 
 
+def test_filebeat_by_host_and_namespace_is_about_a_hundred_series_a_few_of_them_busy():
+    # the bench's grouped Filebeat shape: 20 nodes x 5 namespaces
+    good = [r for r in synthetic_records("filebeat", 20_000, 1, dimensions=True) if r.minute]
+    series = Counter((r.fields["host.name"], r.fields["kubernetes.namespace"]) for r in good)
+    share = [n / len(good) for _, n in series.most_common()]
+    assert len(series) == 100 and share[0] > 0.15 and share[-1] < 0.002, series
+
+
 def test_series_counts_add_up_to_the_minute_counts_and_split_by_level():
     records = list(synthetic_records("filebeat", 5000, 3, dimensions=True))
     dims = parse_group_by("host.name,ns=kubernetes.namespace,level")

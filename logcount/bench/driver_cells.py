@@ -1,0 +1,70 @@
+"""What the driver does per collected row of a grouped batch (docs/tuning.md#collected-rows): the
+collected aggregate rows to BatchResult, the state change, the batch's records and the advance,
+at 10,000 live series with ~990 (series, minute) cells a batch, as in `bench --grouping`'s
+latency run. No broker, no Spark (the rows are built as collect() builds them).
+
+    python -m logcount.bench.driver_cells [BATCHES]
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import sys
+import time
+from types import SimpleNamespace
+from typing import Any
+
+from pyspark.sql.types import _create_row
+
+from logcount.formats.rule import minute_label
+from logcount.formats.spec import LineFormat
+from logcount.pipeline.driver import Stage
+from logcount.pipeline.job import batch_result
+from logcount.pipeline.offsets import OffsetRange
+from logcount.pipeline.series import SeriesTotals
+from logcount.pipeline.state import Identity, StageState
+from logcount.pipeline.totals import Totals, minute_index
+
+SERIES = 10_000
+CELLS = 990
+FIELDS = ["p", "minute", "mi", "bad_offset", "reason", "raw", "len", "d0", "n", "rn"]
+
+
+def measure(batches: int = 300, warm: int = 50) -> dict[str, float]:
+    m0 = minute_index("2031-01-01 00:00")
+    ident = Identity("in", "x", "out", "y", "ERROR",
+                     (("--group-by", "key"), ("--max-series", str(SERIES))))
+    state = StageState(ident, {0: 0}, Totals(), series=SeriesTotals(("key",), SERIES))
+    stage = Stage.__new__(Stage)  # only batch_records' inputs
+    settings: Any = SimpleNamespace(output_topic="out", dlq_topic="dlq", input_topic="in")
+    stage.s = settings
+    stage.state, stage.state_topic, stage.encoder = state, "state", None
+    stage.fmt = LineFormat.from_flags(group_by="key")
+    rng = random.Random(1)
+    spent: dict[str, list[float]] = {"rows": [], "change": [], "records": [], "advance": []}
+    for b in range(batches):
+        minute = minute_label(m0 + b // 24)[:16].encode()  # 24 batches a minute (0.5 s trigger)
+        keys = rng.sample(range(SERIES), CELLS)
+        rows: list[Any] = [_create_row(FIELDS, [None, minute, *[None] * 5, f"svc-{k:05d}",
+                                                rng.randrange(1, 4), None]) for k in keys]
+        rows.append(_create_row(FIELDS, [None] * 8 + [4000, None]))  # lines of other levels
+        t0 = time.perf_counter()
+        res = batch_result(rows, [OffsetRange(0, b * 5000, b * 5000 + 5000)], 1)
+        t1 = time.perf_counter()
+        change = state.change(res.ranges, res.counts, m0 + 100, None, [], res.series)
+        t2 = time.perf_counter()
+        stage.batch_records(res, change)
+        t3 = time.perf_counter()
+        state.advance(change)
+        t4 = time.perf_counter()
+        if b >= warm:
+            for k, dt in zip(spent, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
+                spent[k].append(dt * 1000)
+    out = {f"{k}_ms": round(statistics.median(v), 2) for k, v in spent.items()}
+    out["total_ms"] = round(sum(out.values()), 2)
+    return out
+
+
+if __name__ == "__main__":
+    print(measure(*[int(a) for a in sys.argv[1:]]))
