@@ -48,7 +48,7 @@ def _run(args: argparse.Namespace) -> int:
     # pipeline.spark imports nothing heavy. See Stage.start.
     from logcount.pipeline.spark import SessionStart
 
-    spark = SessionStart(settings.master, paced=settings.min_batch_interval > 0)
+    spark = SessionStart(settings.master, paced=settings.paced)
     from logcount.pipeline.wiring import run_stage
 
     return run_stage(settings, spark)

@@ -109,7 +109,7 @@ class SparkCompute:
 
     def __init__(self, s: RunSettings, spark: SessionStart | None) -> None:
         self.s = s
-        self.started = spark or SessionStart(s.master, paced=s.min_batch_interval > 0)
+        self.started = spark or SessionStart(s.master, paced=s.paced)
         self.options = executor_kafka_options(s.spark_kafka_options, s.group_id)
         self.session = None
 

@@ -141,6 +141,12 @@ class RunSettings(ServiceFields, CountingFields, KafkaClientFields):
     def horizon_minutes(self) -> int | None:
         return parse_duration_minutes(self.lateness_horizon, "--lateness-horizon")
 
+    @property
+    def paced(self) -> bool:
+        """A caught-up stage waits between batches (the default cadence): its driver JVM is the
+        paced one (pipeline/spark.py PACED_JVM_OPTIONS)."""
+        return self.min_batch_interval > 0
+
     def validate(self) -> RunSettings:
         self.line_format  # noqa: B018 - validates the counting settings
         if not (self.master.startswith(("local", "spark://"))):
