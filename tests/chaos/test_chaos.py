@@ -57,7 +57,7 @@ def test_chaos_at_256_partitions_with_stage_sigkills_is_exact(embedded, names, m
     restart's first commit sends all 256 offsets; the checker must still find it exact."""
     cfg = ChaosConfig(lines=60_000, partitions=256, stage_sigkills=5, stage_sigterms=1,
                       stage_crash_points=2, sink_sigkills=2, broker_bounces=0, mysql_restarts=0,
-                      batch=10_000, duration_s=150.0, seed=30)
+                      batch=10_000, duration_s=120.0, seed=30)
     report = run_chaos(embedded, names, mysql_db, cfg, tmp_path)
     print(report.summary(f"{cfg.delivery}, 256 partitions"))
     assert report.faults["stage_sigkill"] + report.faults["stage_crash_point"] >= 5
