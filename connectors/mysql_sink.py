@@ -70,7 +70,7 @@ KAFKA_PROBE_TIMEOUT_S = 1.0
 # coordinator request queued for good) and is replaced. 1.5 s: three turns of the loop.
 STALL_S = 1.5
 # Each replacement waits twice as long as the last: a new member may need seconds to join a group
-# that still holds the abandoned ones (a chaos run's replacing every 1.5 s took 47 s to resume).
+# that still holds the abandoned ones. Figures: docs/tuning.md#sink-session
 STALL_MAX_S = 24.0
 
 
@@ -338,6 +338,7 @@ class Sink:
             "auto.offset.reset": "earliest",
             # A killed sink's member holds the partitions until its session expires: 45 s by
             # default kept a restarted sink idle that long; 10 s, Kafka's default before 3.0.
+            # Figures: docs/tuning.md#sink-session
             "session.timeout.ms": 10_000, "heartbeat.interval.ms": 3_000,
             # Client-level errors (broker down, transport) come here, not through consume().
             "error_cb": self._on_error,
