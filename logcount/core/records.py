@@ -64,6 +64,9 @@ def encode_total(total: MinuteTotal) -> tuple[bytes, bytes]:
             _UNESCAPED.encode(value).encode())
 
 
+_MINUTES_HELD = 4096  # the encoder's minutes, kept between batches up to this many
+
+
 class SeriesEncoder:
     """encode_total of grouped totals, byte for byte, with each series' JSON text (its key's
     tail, its "dims" object) made once: ~1,000 records a batch at 10,000 live series. Holds one
@@ -71,19 +74,25 @@ class SeriesEncoder:
     Figures: docs/tuning.md#collected-rows"""
 
     def __init__(self, level: str, names: tuple[str, ...]) -> None:
-        self.level = ', "level": ' + _UNESCAPED.encode(level) + ', "dims": '
+        self.level = (', "level": ' + _UNESCAPED.encode(level) + ', "dims": ').encode()
         self.names = names
-        self.series: dict[tuple[str, ...], tuple[str, str]] = {}
+        self.series: dict[tuple[str, ...], tuple[bytes, bytes]] = {}
+        self.minutes: dict[str, tuple[bytes, bytes]] = {}  # a batch's records share a few
 
     def encode(self, minute: str, values: tuple[str, ...], count: int) -> tuple[bytes, bytes]:
         s = self.series.get(values)
         if s is None:
-            s = self.series[values] = ("".join("," + _COMPACT.encode(v) for v in values) + "]",
-                                       _UNESCAPED.encode(dict(zip(self.names, values,
-                                                                  strict=True))) + "}")
-        return (("[" + _COMPACT.encode(minute) + s[0]).encode(),
-                ('{"log_time": ' + _UNESCAPED.encode(minute) + ', "log_count": '
-                 + str(int(count)) + self.level + s[1]).encode())
+            s = self.series[values] = (
+                ("".join("," + _COMPACT.encode(v) for v in values) + "]").encode(),
+                (_UNESCAPED.encode(dict(zip(self.names, values, strict=True))) + "}").encode())
+        m = self.minutes.get(minute)
+        if m is None:
+            if len(self.minutes) >= _MINUTES_HELD:
+                self.minutes.clear()
+            m = self.minutes[minute] = (
+                ("[" + _COMPACT.encode(minute)).encode(),
+                ('{"log_time": ' + _UNESCAPED.encode(minute) + ', "log_count": ').encode())
+        return m[0] + s[0], b"".join((m[1], b"%d" % int(count), self.level, s[1]))
 
 
 def decode_total(value: bytes) -> MinuteTotal:
