@@ -12,7 +12,7 @@ import contextlib
 import functools
 import json
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -306,7 +306,7 @@ def _columns(rows: Sequence[Mapping], names: tuple[str, ...]):
     (by name each costs a list search): ~1,000 rows a batch at 10,000 live series.
     Figures: docs/tuning.md#collected-rows"""
     fields = None
-    pick = None
+    pick: Callable[[tuple], tuple] = tuple
     for r in rows:
         f = getattr(r, "__fields__", None)  # a Row's, read without Row.__getattr__'s error path
         if f is None:
