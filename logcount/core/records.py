@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -80,19 +82,33 @@ class SeriesEncoder:
         self.minutes: dict[str, tuple[bytes, bytes]] = {}  # a batch's records share a few
 
     def encode(self, minute: str, values: tuple[str, ...], count: int) -> tuple[bytes, bytes]:
-        s = self.series.get(values)
-        if s is None:
-            s = self.series[values] = (
-                ("".join("," + _COMPACT.encode(v) for v in values) + "]").encode(),
-                (_UNESCAPED.encode(dict(zip(self.names, values, strict=True))) + "}").encode())
-        m = self.minutes.get(minute)
-        if m is None:
-            if len(self.minutes) >= _MINUTES_HELD:
-                self.minutes.clear()
-            m = self.minutes[minute] = (
-                ("[" + _COMPACT.encode(minute)).encode(),
-                ('{"log_time": ' + _UNESCAPED.encode(minute) + ', "log_count": ').encode())
-        return m[0] + s[0], b"".join((m[1], b"%d" % int(count), self.level, s[1]))
+        return self.encode_all([(minute, values, count)])[0]
+
+    def encode_all(self, totals: Iterable[tuple[Any, tuple[str, ...], int]],
+                   text: Callable[[Any], str] = str) -> list[tuple[bytes, bytes]]:
+        """The (key, value) of each (minute, dimension values, count); `text(minute)`: the
+        minute as text. A run of one minute's totals reads its text once."""
+        series, minutes, level = self.series, self.minutes, self.level
+        out = []
+        last = m = None
+        for minute, values, count in totals:
+            if minute != last or m is None:
+                last, t = minute, text(minute)
+                m = minutes.get(t)
+                if m is None:
+                    if len(minutes) >= _MINUTES_HELD:
+                        minutes.clear()
+                    m = minutes[t] = (
+                        ("[" + _COMPACT.encode(t)).encode(),
+                        ('{"log_time": ' + _UNESCAPED.encode(t) + ', "log_count": ').encode())
+            s = series.get(values)
+            if s is None:
+                s = series[values] = (
+                    ("".join("," + _COMPACT.encode(v) for v in values) + "]").encode(),
+                    (_UNESCAPED.encode(dict(zip(self.names, values, strict=True))) + "}")
+                    .encode())
+            out.append((m[0] + s[0], b"".join((m[1], b"%d" % int(count), level, s[1]))))
+        return out
 
 
 def decode_total(value: bytes) -> MinuteTotal:
