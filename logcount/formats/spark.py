@@ -172,39 +172,19 @@ def _dims(plan: _Plan, fmt: LineFormat, reason, level, groups: dict, j=None):
         elif d.kind == "group":
             v = groups[d.source]
         else:
-            # Read as text (an object or array: its JSON text), no variant copied and no type
-            # string per row: only text starting { or [ is typed again, for the DLQ.
-            # Figures: docs/tuning.md#dimension-parse
-            n = f"dv{len(values)}"
-            v = plan.let(**{n: _field_text(j, d.source)})[n]
-            bad = (v.startswith("{") | v.startswith("[")) & _container(_field(j, d.source))
+            c = plan.let(**{f"dv{len(values)}": _field(j, d.source)})
+            f = c[f"dv{len(values)}"]
+            t = F.schema_of_variant(f)
+            bad = t.startswith("OBJECT") | t.startswith("ARRAY")
             invalid = bad if invalid is None else invalid | bad
+            v = F.when(f.isNull() | (t == "VOID"), F.lit("")).otherwise(
+                F.try_variant_get(f, "$", "string"))
         values.append(v)
     c = plan.let(**{f"dc{i}": _cut(F.coalesce(v, F.lit(""))) for i, v in enumerate(values)})
     if invalid is not None:
         r = plan.let(r0=reason)["r0"]
         reason = F.when(r.isNull() & invalid, F.lit(REASON_DIMENSION)).otherwise(r)
     return reason, [c[f"dc{i}"] for i in range(len(values))]
-
-
-def _container(f):
-    """Whether a variant column is a JSON object or array (a type string per row)."""
-    from pyspark.sql import functions as F
-
-    t = F.schema_of_variant(f)
-    return t.startswith("OBJECT") | t.startswith("ARRAY")
-
-
-def _field_text(j, path: str):
-    """_field(j, path) as variant_get's text, '' where it is missing or JSON null: the literal
-    key's text when it holds a value that is not null (the only case where it is not null),
-    else the dotted path's."""
-    from pyspark.sql import functions as F
-
-    nested = F.try_variant_get(j, "$" + "".join(f"['{p}']" for p in path.split(".")), "string")
-    if "." not in path:
-        return F.coalesce(nested, F.lit(""))
-    return F.coalesce(F.try_variant_get(j, f"$['{path}']", "string"), nested, F.lit(""))
 
 
 def check_regex(spark, fmt: LineFormat) -> None:
