@@ -18,8 +18,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
@@ -61,8 +60,8 @@ RETRY_PAUSE_S = 0.5
 HANG_GRACE_S = 2.0
 
 
-@dataclass(frozen=True)
-class OutRecord:
+# A grouped batch makes ~70,000 of these: a frozen dataclass's init took twice a NamedTuple's.
+class OutRecord(NamedTuple):
     topic: str
     key: bytes
     value: bytes | None  # None: a tombstone (a state record the stage drops)

@@ -558,19 +558,19 @@ class Stage:
         s = self.s
         names = tuple(d.name for d in self.fmt.group_by)
         tuples = self.state.series.tuples if self.state.series is not None else {}
-        texts: dict[int, str] = {}  # a grouped batch's records share a few minutes
+        texts: dict[int, str] = {}
         records = []
         enc = self.encoder
         if names and (enc is None or enc.names != names):
             enc = self.encoder = SeriesEncoder(self.fmt.level_label, names)
-        for m, dims, n in change.outputs(tuples):
-            if m not in texts:
-                texts[m] = minute_text(m)
-            text = texts[m]
-            if enc is not None:
-                records.append(OutRecord(s.output_topic, *enc.encode(text, dims, n)))
-            else:
-                records.append(output_record(s.output_topic, text, n, self.fmt.level_label))
+        if enc is not None:  # a grouped batch: up to one record per (series, minute)
+            records = [OutRecord(s.output_topic, k, v)
+                       for k, v in enc.encode_all(change.outputs(tuples), minute_text)]
+        else:
+            for m, _, n in change.outputs(tuples):
+                if m not in texts:
+                    texts[m] = minute_text(m)
+                records.append(output_record(s.output_topic, texts[m], n, self.fmt.level_label))
         records += [dlq_record(s.dlq_topic, s.input_topic, ref) for ref in result.malformed]
         records += [OutRecord(self.state_topic, k, v) for k, v in change.state_records]
         return records

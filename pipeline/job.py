@@ -11,7 +11,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-from collections.abc import Mapping, Sequence
+import operator
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -305,12 +306,14 @@ def _columns(rows: Sequence[Mapping], names: tuple[str, ...]):
     (by name each costs a list search): ~1,000 rows a batch at 10,000 live series.
     Figures: docs/tuning.md#collected-rows"""
     fields = None
-    at: list[int | None] = []
+    pick: Callable[[tuple], tuple] = tuple
     for r in rows:
         f = getattr(r, "__fields__", None)  # a Row's, read without Row.__getattr__'s error path
         if f is None:
             yield tuple(r.get(c) for c in names)
             continue
-        if f is not fields and f != fields:
-            fields, at = f, [f.index(c) if c in f else None for c in names]
-        yield tuple(None if i is None else r[i] for i in at)
+        if f is not fields and f != fields:  # a missing name reads the None appended below
+            fields = f
+            pick = operator.itemgetter(*(f.index(c) if c in f else len(f) for c in names))
+        # Row.__getitem__ is Python code; a plain tuple's items are read in C
+        yield pick((*r, None))

@@ -1,9 +1,11 @@
 """What the driver does per collected row of a grouped batch (docs/tuning.md#collected-rows): the
 collected aggregate rows to BatchResult, the state change, the batch's records and the advance,
 at 10,000 live series with ~990 (series, minute) cells a batch, as in `bench --grouping`'s
-latency run. No broker, no Spark (the rows are built as collect() builds them).
+latency run; with `filebeat`, one backlog batch of its Filebeat part instead (100 series, a
+day of minutes, ~70,000 cells). No broker, no Spark (the rows are built as collect() builds them).
 
     python -m logcount.bench.driver_cells [BATCHES]
+    python -m logcount.bench.driver_cells filebeat [BATCHES]
 """
 
 from __future__ import annotations
@@ -66,5 +68,48 @@ def measure(batches: int = 300, warm: int = 50) -> dict[str, float]:
     return out
 
 
+FLEET = [(f"node-{h:02d}", f"ns-{n}") for h in range(20) for n in range(5)]
+FLEET_FIELDS = ["p", "minute", "mi", "bad_offset", "reason", "raw", "len", "d0", "d1", "n", "rn"]
+
+
+def measure_backlog(batches: int = 5) -> dict[str, float]:
+    """The same steps for backlog batches of 49 of the 100 series in each of 1,440 minutes."""
+    m0 = minute_index("2031-01-01 00:00")
+    dims = "host.name,kubernetes.namespace"
+    ident = Identity("in", "x", "out", "y", "ERROR", (("--group-by", dims),
+                                                      ("--max-series", str(SERIES))))
+    state = StageState(ident, {0: 0}, Totals(),
+                       series=SeriesTotals(("name", "namespace"), SERIES))
+    stage = Stage.__new__(Stage)
+    settings: Any = SimpleNamespace(output_topic="out", dlq_topic="dlq", input_topic="in")
+    stage.s = settings
+    stage.state, stage.state_topic, stage.encoder = state, "state", None
+    stage.fmt = LineFormat.from_flags(json_line_field="message", group_by=dims)
+    rng = random.Random(1)
+    spent: dict[str, list[float]] = {"rows": [], "change": [], "records": [], "advance": []}
+    for b in range(batches):
+        rows: list[Any] = [_create_row(FLEET_FIELDS, [None, None, m0 + m, *[None] * 4, *s,
+                                                      rng.randrange(1, 20), None])
+                           for m in range(1440) for s in rng.sample(FLEET, 49)]
+        t0 = time.perf_counter()
+        res = batch_result(rows, [OffsetRange(0, b * 10**6, (b + 1) * 10**6)], 2)
+        t1 = time.perf_counter()
+        change = state.change(res.ranges, res.counts, m0 + 2000, None, [], res.series)
+        t2 = time.perf_counter()
+        stage.batch_records(res, change)
+        t3 = time.perf_counter()
+        state.advance(change)
+        t4 = time.perf_counter()
+        for k, dt in zip(spent, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
+            spent[k].append(dt * 1000)
+    out = {f"{k}_ms": round(statistics.median(v), 1) for k, v in spent.items()}
+    out["total_ms"] = round(sum(out.values()), 1)
+    out["cells"] = len(rows)
+    return out
+
+
 if __name__ == "__main__":
-    print(measure(*[int(a) for a in sys.argv[1:]]))
+    if sys.argv[1:2] == ["filebeat"]:
+        print(measure_backlog(*[int(a) for a in sys.argv[2:]]))
+    else:
+        print(measure(*[int(a) for a in sys.argv[1:]]))

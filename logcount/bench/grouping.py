@@ -6,7 +6,8 @@
               --group-by host.name,kubernetes.namespace, interleaved
     latency   10,000 live series (the record key, 10,000 values in turn) at --latency-rate,
               ungrouped against --group-by key, interleaved: p99 of the probes
-Writes grouping.json and grouping.md in --out; the goals are the README's (Speed).
+--grouping-parts runs only some, in this order. Writes grouping.json and grouping.md in --out; the
+goals are the README's (Speed).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import logging
 import os
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from logcount.bench import data
@@ -25,6 +27,7 @@ from logcount.connectors import stack
 from logcount.core.errors import ConfigError
 from logcount.core.paths import home
 from logcount.core.settings import BenchSettings
+from logcount.core.settings.commands import GROUPING_PARTS
 from logcount.formats.shapes import RUN_FLAGS, synthetic_lines, synthetic_records
 
 log = logging.getLogger("logcount.bench")
@@ -120,30 +123,43 @@ def live_latency(b: Bench, s: BenchSettings) -> dict:
 
 
 def markdown(r: dict) -> str:
-    lines = [f"# logcount bench --grouping ({r['lines']:,} lines, seed {r['seed']})", "",
-             f"A: this code; B: {r['ab_base']} (ungrouped, steady lines/s, median of "
+    """The report: each part run (a part left out by --grouping-parts is not shown; one that
+    was to run but has no figures ends the report: the run stopped there)."""
+    lines = [f"# logcount bench --grouping ({r['lines']:,} lines, seed {r['seed']})"]
+    for name in r.get("parts", GROUPING_PARTS):
+        if name not in r:
+            return "\n".join([*lines, "", "(the run stopped here)", ""])
+        lines += _SECTIONS[name](r)
+    return "\n".join([*lines, ""])
+
+
+def _shapes_md(r: dict) -> list[str]:
+    lines = ["", f"A: this code; B: {r['ab_base']} (ungrouped, steady lines/s, median of "
              f"{r['ab_repeats']})", "",
              "| shape | A runs | B runs | A median | B median | A/B | goal | met |",
              "|---|---|---|---|---|---|---|---|"]
-    for shape, x in r.get("shapes", {}).items():
+    for shape, x in r["shapes"].items():
         lines.append(f"| {shape} | {x['A_steady']} | {x['B_steady']} | {x['A_median']} | "
                      f"{x['B_median']} | {x['ratio']} | >= {x['goal']} | {x['met']} |")
-    if "filebeat" not in r:
-        return "\n".join([*lines, "", "(the run stopped here)", ""])
+    return lines
+
+
+def _filebeat_md(r: dict) -> list[str]:
     f = r["filebeat"]
-    lines += ["", f"Filebeat grouped by {f['group_by']} ({f['series']} series) against "
-              "ungrouped, steady lines/s:", "",
-              "| ungrouped runs | grouped runs | ungrouped median | grouped median | ratio | "
-              "goal | met |", "|---|---|---|---|---|---|---|",
-              f"| {f['ungrouped_steady']} | {f['grouped_steady']} | {f['ungrouped_median']} | "
-              f"{f['grouped_median']} | {f['ratio']} | >= {f['goal']} | {f['met']} |"]
-    if "latency" not in r:
-        return "\n".join([*lines, "", "(the run stopped here)", ""])
+    return ["", f"Filebeat grouped by {f['group_by']} ({f['series']} series) against "
+            "ungrouped, steady lines/s:", "",
+            "| ungrouped runs | grouped runs | ungrouped median | grouped median | ratio | "
+            "goal | met |", "|---|---|---|---|---|---|---|",
+            f"| {f['ungrouped_steady']} | {f['grouped_steady']} | {f['ungrouped_median']} | "
+            f"{f['grouped_median']} | {f['ratio']} | >= {f['goal']} | {f['met']} |"]
+
+
+def _latency_md(r: dict) -> list[str]:
     lat = r["latency"]
-    lines += ["", f"{lat['series']:,} live series at {lat['rate']:,} lines/s (trigger 0.5 s), "
-              "--group-by key against ungrouped:", "",
-              "| run | p50 ms | p99 ms | max ms | rate | commit p99 ms | batches | CPU s/M lines |",
-              "|---|---|---|---|---|---|---|---|"]
+    lines = ["", f"{lat['series']:,} live series at {lat['rate']:,} lines/s (trigger 0.5 s), "
+             "--group-by key against ungrouped:", "",
+             "| run | p50 ms | p99 ms | max ms | rate | commit p99 ms | batches | CPU s/M lines |",
+             "|---|---|---|---|---|---|---|---|"]
     for side, runs in lat["runs"].items():
         for i, x in enumerate(runs):
             lines.append(f"| {side} {i} | {x['p50']} | {x['p99']} | {x['max']} | "
@@ -151,26 +167,30 @@ def markdown(r: dict) -> str:
                          f"{x['cpu_s_per_m_lines']} |")
     lines += ["", f"p99 median: grouped {lat['grouped_p99_median']} ms, ungrouped "
               f"{lat['ungrouped_p99_median']} ms, ratio {lat['ratio']} (goal <= {lat['goal']}): "
-              f"{'met' if lat['met'] else 'missed'}", ""]
-    return "\n".join(lines)
+              f"{'met' if lat['met'] else 'missed'}"]
+    return lines
+
+
+_SECTIONS: dict[str, Callable[[dict], list[str]]] = {
+    "shapes": _shapes_md, "filebeat": _filebeat_md, "latency": _latency_md}
 
 
 def run_grouping(s: BenchSettings) -> int:
-    if not s.ab_base:
+    names = s.grouping_part_names
+    if "shapes" in names and not s.ab_base:
         raise ConfigError("--grouping needs --ab-base DIR: a checkout of the code before "
-                          "grouping, run as the A/B's B side")
-    base = str(Path(s.ab_base).resolve())
+                          "grouping, run as the A/B's B side (or --grouping-parts without shapes)")
+    base = str(Path(s.ab_base).resolve()) if s.ab_base else None
     if s.bootstrap_servers is None:
         stack.up(log=log.info)
     os.environ.setdefault("PYTHONPATH", str(home()))
     b = Bench(s)
     t0 = time.monotonic()
     result: dict = {"lines": s.lines, "seed": s.seed, "ab_base": base,
-                    "ab_repeats": s.ab_repeats, "latency_repeats": s.latency_repeats}
-    parts = (("shapes", lambda: shapes_ab(b, s, base)),
-             ("filebeat", lambda: filebeat_grouped(b, s)), ("latency", lambda: live_latency(b, s)))
+                    "ab_repeats": s.ab_repeats, "latency_repeats": s.latency_repeats,
+                    "parts": list(names)}
     try:
-        for name, part in parts:
+        for name, part in selected_parts(b, s, base, names):
             result[name] = part()
             result["seconds"] = round(time.monotonic() - t0)
             # each part's figures kept as soon as they are known: a later failure keeps them
@@ -180,3 +200,12 @@ def run_grouping(s: BenchSettings) -> int:
     (b.out / "grouping.md").write_text(markdown(result))
     print(markdown(result))
     return 0
+
+
+def selected_parts(b: Bench, s: BenchSettings, base: str | None,
+                   names: tuple[str, ...]) -> list[tuple[str, Callable[[], dict]]]:
+    """The (name, run) of each part --grouping-parts names, in the bench's order."""
+    every: dict[str, Callable[[], dict]] = {
+        "shapes": lambda: shapes_ab(b, s, base or ""),
+        "filebeat": lambda: filebeat_grouped(b, s), "latency": lambda: live_latency(b, s)}
+    return [(n, every[n]) for n in GROUPING_PARTS if n in names]

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,9 @@ def encode_total(total: MinuteTotal) -> tuple[bytes, bytes]:
             _UNESCAPED.encode(value).encode())
 
 
+_MINUTES_HELD = 4096  # the encoder's minutes, kept between batches up to this many
+
+
 class SeriesEncoder:
     """encode_total of grouped totals, byte for byte, with each series' JSON text (its key's
     tail, its "dims" object) made once: ~1,000 records a batch at 10,000 live series. Holds one
@@ -71,19 +76,39 @@ class SeriesEncoder:
     Figures: docs/tuning.md#collected-rows"""
 
     def __init__(self, level: str, names: tuple[str, ...]) -> None:
-        self.level = ', "level": ' + _UNESCAPED.encode(level) + ', "dims": '
+        self.level = (', "level": ' + _UNESCAPED.encode(level) + ', "dims": ').encode()
         self.names = names
-        self.series: dict[tuple[str, ...], tuple[str, str]] = {}
+        self.series: dict[tuple[str, ...], tuple[bytes, bytes]] = {}
+        self.minutes: dict[str, tuple[bytes, bytes]] = {}  # a batch's records share a few
 
     def encode(self, minute: str, values: tuple[str, ...], count: int) -> tuple[bytes, bytes]:
-        s = self.series.get(values)
-        if s is None:
-            s = self.series[values] = ("".join("," + _COMPACT.encode(v) for v in values) + "]",
-                                       _UNESCAPED.encode(dict(zip(self.names, values,
-                                                                  strict=True))) + "}")
-        return (("[" + _COMPACT.encode(minute) + s[0]).encode(),
-                ('{"log_time": ' + _UNESCAPED.encode(minute) + ', "log_count": '
-                 + str(int(count)) + self.level + s[1]).encode())
+        return self.encode_all([(minute, values, count)])[0]
+
+    def encode_all(self, totals: Iterable[tuple[Any, tuple[str, ...], int]],
+                   text: Callable[[Any], str] = str) -> list[tuple[bytes, bytes]]:
+        """The (key, value) of each (minute, dimension values, count); `text(minute)`: the
+        minute as text. A run of one minute's totals reads its text once."""
+        series, minutes, level = self.series, self.minutes, self.level
+        out = []
+        last = m = None
+        for minute, values, count in totals:
+            if minute != last or m is None:
+                last, t = minute, text(minute)
+                m = minutes.get(t)
+                if m is None:
+                    if len(minutes) >= _MINUTES_HELD:
+                        minutes.clear()
+                    m = minutes[t] = (
+                        ("[" + _COMPACT.encode(t)).encode(),
+                        ('{"log_time": ' + _UNESCAPED.encode(t) + ', "log_count": ').encode())
+            s = series.get(values)
+            if s is None:
+                s = series[values] = (
+                    ("".join("," + _COMPACT.encode(v) for v in values) + "]").encode(),
+                    (_UNESCAPED.encode(dict(zip(self.names, values, strict=True))) + "}")
+                    .encode())
+            out.append((m[0] + s[0], b"".join((m[1], b"%d" % int(count), level, s[1]))))
+        return out
 
 
 def decode_total(value: bytes) -> MinuteTotal:

@@ -268,12 +268,12 @@ def _serialise(tree: Tree, rng: random.Random, ws: str, top: bool) -> str:
 
 
 # --group-by values: case and padding, separators and quotes, NUL, values around the 255-byte cut
-# (1-, 2- and 4-byte characters), numbers and booleans, objects and arrays.
+# (1-, 2- and 4-byte characters), numbers and booleans, objects and arrays, text like them.
 DIM_TOKENS = ['"web-1"', '"Web-1"', '"pad "', '"a|b"', '"q\\"uote"', '"new\\nline"', '"\\u0000nul"',
               '"caf\u00e9"', json.dumps("x" * 300), json.dumps("a" * 254 + "\u00e9" * 3),
               json.dumps("\u00e9" * 200), json.dumps("b" * 253 + "\U0001f600" * 2),
               json.dumps("\u20ac" * 90), "42", "-1.5", "1e3", "50.00", "true", "false", "null",
-              "{}", "[]", '{"a": 1}', '["x"]', '"\\ud800"']
+              "{}", "[]", '{"a": 1}', '["x"]', '"\\ud800"', '"{text"', '"[text]"']
 
 
 def dim_token(rng: random.Random) -> str | None:

@@ -3,8 +3,12 @@ ratios the goals judge, and the report."""
 
 from __future__ import annotations
 
+import pytest
+
 from logcount.bench import grouping
 from logcount.bench.latency import ProbeReader
+from logcount.core.errors import ConfigError
+from logcount.core.settings import BenchSettings
 
 
 class _Msg:
@@ -52,3 +56,31 @@ def test_the_report_gives_every_run_and_each_verdict():
     assert "| grouped 0 | 300 | 700 | 900 |" in md and "ratio 1.0 (goal <= 1.25): met" in md
     del r["latency"]
     assert grouping.markdown(r).endswith("(the run stopped here)\n")
+
+
+def test_grouping_parts_selects_parts_in_the_bench_order():
+    s = BenchSettings(grouping=True, grouping_parts="latency, filebeat").validate()
+    assert s.grouping_part_names == ("filebeat", "latency")
+    assert [n for n, _ in grouping.selected_parts(None, s, None, s.grouping_part_names)] == [
+        "filebeat", "latency"]
+    every = BenchSettings(grouping=True, ab_base="/base").validate()
+    assert every.grouping_part_names == ("shapes", "filebeat", "latency")
+
+
+def test_grouping_parts_refuses_unknown_parts_and_shapes_without_a_base():
+    with pytest.raises(ConfigError, match="the parts are shapes, filebeat, latency"):
+        BenchSettings(grouping_parts="filebeat,speed").validate()
+    with pytest.raises(ConfigError, match="the parts are"):
+        BenchSettings(grouping_parts=",").validate()
+    with pytest.raises(ConfigError, match="--ab-base"):
+        BenchSettings(grouping=True, grouping_parts="shapes").validate()
+
+
+def test_the_report_of_one_part_shows_only_that_part():
+    f = {"group_by": "h,n", "series": 100, "ungrouped_steady": [10], "grouped_steady": [8],
+         "ungrouped_median": 10, "grouped_median": 8, "ratio": 0.8, "goal": 0.8, "met": True}
+    r = {"lines": 1000, "seed": 1, "ab_base": None, "ab_repeats": 1, "parts": ["filebeat"],
+         "filebeat": f}
+    md = grouping.markdown(r)
+    assert "(100 series)" in md and "| 0.8 | >= 0.8 | True |" in md
+    assert "A/B" not in md and "live series" not in md and "stopped" not in md

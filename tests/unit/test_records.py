@@ -84,3 +84,14 @@ def test_the_series_encoder_writes_encode_totals_bytes():
     one = SeriesEncoder("*", ("level",))
     assert one.encode("2017-07-30 14:09:00", ("INFO",), 3) == encode_total(
         MinuteTotal("2017-07-30 14:09:00", 3, "*", (("level", "INFO"),)))
+
+
+def test_the_series_encoder_encodes_a_batch_in_runs_of_minutes_with_the_same_bytes():
+    enc = SeriesEncoder("ERROR", ("host", "ns"))
+    totals = [(m, (a, VALUES[-1 - i]), 10 * m + i) for m in (3, 3, 7, 3)
+              for i, a in enumerate(VALUES)]
+    got = enc.encode_all(totals, lambda m: f"2017-07-30 14:0{m}:00")
+    assert got == [encode_total(MinuteTotal(f"2017-07-30 14:0{m}:00", n, "ERROR",
+                                            (("host", v[0]), ("ns", v[1]))))
+                   for m, v, n in totals]
+    assert len(enc.minutes) == 2 and len(enc.series) == len(VALUES)

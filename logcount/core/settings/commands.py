@@ -360,6 +360,10 @@ class DemoSettings(Settings):
         return self
 
 
+# bench --grouping's parts (logcount/bench/grouping.py), in the order they run.
+GROUPING_PARTS = ("shapes", "filebeat", "latency")
+
+
 @dataclass(frozen=True, kw_only=True, repr=False)
 class BenchSettings(Settings):
     """`logcount bench`: the side-by-side benchmark on the embedded stack (with --soak: the
@@ -401,10 +405,28 @@ class BenchSettings(Settings):
     ab_repeats: int = field(default=3, metadata=opt(
         "with --grouping: runs of each side of the A/B and of the Filebeat pair, interleaved",
         lo=1, hi=10))
+    grouping_parts: str = field(default=",".join(GROUPING_PARTS), metadata=opt(
+        "with --grouping: the parts to run, in their order: shapes (needs --ab-base), filebeat, "
+        "latency", metavar="PART[,PART...]"))
+
+    @property
+    def grouping_part_names(self) -> tuple[str, ...]:
+        """--grouping-parts as the parts to run, in the bench's order."""
+        named = [p.strip() for p in self.grouping_parts.split(",")]
+        unknown = [p for p in named if p not in GROUPING_PARTS]
+        if unknown or not any(named):
+            raise ConfigError(f"--grouping-parts {self.grouping_parts!r}: the parts are "
+                              f"{', '.join(GROUPING_PARTS)}")
+        return tuple(p for p in GROUPING_PARTS if p in named)
 
     def validate(self) -> BenchSettings:
         if self.lines < 1000:
             raise ConfigError("--lines must be at least 1000")
+        parts = self.grouping_part_names
+        if self.grouping and "shapes" in parts and not self.ab_base:
+            raise ConfigError("--grouping needs --ab-base DIR (a checkout of the code before "
+                              "grouping, run as the A/B's B side) unless --grouping-parts "
+                              "leaves out shapes")
         if self.latency_rate < 20 or self.latency_seconds <= 0 or self.latency_warmup_seconds < 0:
             raise ConfigError("--latency-rate must be at least 20, --latency-seconds > 0 and "
                               "--latency-warmup-seconds >= 0")
