@@ -10,8 +10,8 @@ leaves out the rows' trip to Python. Needs no broker.
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
-import sys
 import time
 from pathlib import Path
 
@@ -67,10 +67,8 @@ def main(n: int, base: str | None) -> None:
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    base = None
-    if "--base" in args:
-        i = args.index("--base")
-        base = args[i + 1]
-        del args[i:i + 2]
-    main(int(args[0]) if args else 300_000, base)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("n", nargs="?", type=int, default=300_000, help="records generated")
+    parser.add_argument("--base", help="another checkout whose _dims is timed beside ours")
+    args = parser.parse_args()
+    main(args.n, args.base)
