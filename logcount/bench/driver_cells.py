@@ -33,16 +33,37 @@ CELLS = 990
 FIELDS = ["p", "minute", "mi", "bad_offset", "reason", "raw", "len", "d0", "n", "rn"]
 
 
+def _stage(state: StageState, fmt: LineFormat) -> Stage:
+    """A Stage with only batch_records' inputs."""
+    stage = Stage.__new__(Stage)
+    settings: Any = SimpleNamespace(output_topic="out", dlq_topic="dlq", input_topic="in")
+    stage.s = settings
+    stage.state, stage.state_topic, stage.encoder = state, "state", None
+    stage.fmt = fmt
+    return stage
+
+
+def _steps(state: StageState, stage: Stage, rows: list[Any], span: OffsetRange, width: int,
+           now: int) -> tuple[float, float, float, float]:
+    """Milliseconds of the driver's four steps on one batch's collected rows."""
+    t0 = time.perf_counter()
+    res = batch_result(rows, [span], width)
+    t1 = time.perf_counter()
+    change = state.change(res.ranges, res.counts, now, None, [], res.series)
+    t2 = time.perf_counter()
+    stage.batch_records(res, change)
+    t3 = time.perf_counter()
+    state.advance(change)
+    t4 = time.perf_counter()
+    return (t1 - t0) * 1000, (t2 - t1) * 1000, (t3 - t2) * 1000, (t4 - t3) * 1000
+
+
 def measure(batches: int = 300, warm: int = 50) -> dict[str, float]:
     m0 = minute_index("2031-01-01 00:00")
     ident = Identity("in", "x", "out", "y", "ERROR",
                      (("--group-by", "key"), ("--max-series", str(SERIES))))
     state = StageState(ident, {0: 0}, Totals(), series=SeriesTotals(("key",), SERIES))
-    stage = Stage.__new__(Stage)  # only batch_records' inputs
-    settings: Any = SimpleNamespace(output_topic="out", dlq_topic="dlq", input_topic="in")
-    stage.s = settings
-    stage.state, stage.state_topic, stage.encoder = state, "state", None
-    stage.fmt = LineFormat.from_flags(group_by="key")
+    stage = _stage(state, LineFormat.from_flags(group_by="key"))
     rng = random.Random(1)
     spent: dict[str, list[float]] = {"rows": [], "change": [], "records": [], "advance": []}
     for b in range(batches):
@@ -51,18 +72,10 @@ def measure(batches: int = 300, warm: int = 50) -> dict[str, float]:
         rows: list[Any] = [_create_row(FIELDS, [None, minute, *[None] * 5, f"svc-{k:05d}",
                                                 rng.randrange(1, 4), None]) for k in keys]
         rows.append(_create_row(FIELDS, [None] * 8 + [4000, None]))  # lines of other levels
-        t0 = time.perf_counter()
-        res = batch_result(rows, [OffsetRange(0, b * 5000, b * 5000 + 5000)], 1)
-        t1 = time.perf_counter()
-        change = state.change(res.ranges, res.counts, m0 + 100, None, [], res.series)
-        t2 = time.perf_counter()
-        stage.batch_records(res, change)
-        t3 = time.perf_counter()
-        state.advance(change)
-        t4 = time.perf_counter()
+        ms = _steps(state, stage, rows, OffsetRange(0, b * 5000, b * 5000 + 5000), 1, m0 + 100)
         if b >= warm:
-            for k, dt in zip(spent, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
-                spent[k].append(dt * 1000)
+            for k, dt in zip(spent, ms, strict=True):
+                spent[k].append(dt)
     out = {f"{k}_ms": round(statistics.median(v), 2) for k, v in spent.items()}
     out["total_ms"] = round(sum(out.values()), 2)
     return out
@@ -80,28 +93,16 @@ def measure_backlog(batches: int = 5) -> dict[str, float]:
                                                       ("--max-series", str(SERIES))))
     state = StageState(ident, {0: 0}, Totals(),
                        series=SeriesTotals(("name", "namespace"), SERIES))
-    stage = Stage.__new__(Stage)
-    settings: Any = SimpleNamespace(output_topic="out", dlq_topic="dlq", input_topic="in")
-    stage.s = settings
-    stage.state, stage.state_topic, stage.encoder = state, "state", None
-    stage.fmt = LineFormat.from_flags(json_line_field="message", group_by=dims)
+    stage = _stage(state, LineFormat.from_flags(json_line_field="message", group_by=dims))
     rng = random.Random(1)
     spent: dict[str, list[float]] = {"rows": [], "change": [], "records": [], "advance": []}
     for b in range(batches):
         rows: list[Any] = [_create_row(FLEET_FIELDS, [None, None, m0 + m, *[None] * 4, *s,
                                                       rng.randrange(1, 20), None])
                            for m in range(1440) for s in rng.sample(FLEET, 49)]
-        t0 = time.perf_counter()
-        res = batch_result(rows, [OffsetRange(0, b * 10**6, (b + 1) * 10**6)], 2)
-        t1 = time.perf_counter()
-        change = state.change(res.ranges, res.counts, m0 + 2000, None, [], res.series)
-        t2 = time.perf_counter()
-        stage.batch_records(res, change)
-        t3 = time.perf_counter()
-        state.advance(change)
-        t4 = time.perf_counter()
-        for k, dt in zip(spent, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
-            spent[k].append(dt * 1000)
+        ms = _steps(state, stage, rows, OffsetRange(0, b * 10**6, (b + 1) * 10**6), 2, m0 + 2000)
+        for k, dt in zip(spent, ms, strict=True):
+            spent[k].append(dt)
     out = {f"{k}_ms": round(statistics.median(v), 1) for k, v in spent.items()}
     out["total_ms"] = round(sum(out.values()), 1)
     out["cells"] = len(rows)
