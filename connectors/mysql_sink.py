@@ -69,9 +69,6 @@ KAFKA_PROBE_TIMEOUT_S = 1.0
 # holds records past MySQL's offsets, is stuck (seen after a broker restart: its group
 # coordinator request queued for good) and is replaced. 1.5 s: three turns of the loop.
 STALL_S = 1.5
-# Each replacement waits twice as long as the last: a new member may need seconds to join a group
-# that still holds the abandoned ones. Figures: docs/tuning.md#sink-session
-STALL_MAX_S = 24.0
 
 
 class MySQLSession:
@@ -216,7 +213,6 @@ class Sink:
         self.id_checked_at = 0.0
         self.kafka_down_since: float | None = None  # a Kafka outage began (one WARN line)
         self.kafka_back_at: float | None = None  # the broker answered again
-        self.stall_s = STALL_S  # the silence after which the consumer is replaced (doubles)
         self.consumer: Consumer | None = None  # the current one (_new_consumer)
         self.fatal: KafkaError | None = None  # reported by error_cb
 
@@ -336,10 +332,6 @@ class Sink:
             "enable.auto.commit": False,
             "enable.partition.eof": True,
             "auto.offset.reset": "earliest",
-            # A killed sink's member holds the partitions until its session expires: 45 s by
-            # default kept a restarted sink idle that long; 10 s, Kafka's default before 3.0.
-            # Figures: docs/tuning.md#sink-session
-            "session.timeout.ms": 10_000, "heartbeat.interval.ms": 3_000,
             # Client-level errors (broker down, transport) come here, not through consume().
             "error_cb": self._on_error,
         }))
@@ -392,8 +384,7 @@ class Sink:
 
     def _after_outage(self, consumer: Consumer, delivered: bool) -> Consumer:
         """While a Kafka outage lasts: say once when the broker answers again, and replace a
-        consumer that still delivers nothing STALL_S later although there is more to read (its
-        replacement gets twice as long, up to STALL_MAX_S)."""
+        consumer that still delivers nothing STALL_S later although there is more to read."""
         assert self.kafka_down_since is not None
         now = time.monotonic()
         if self.kafka_back_at is None:
@@ -402,25 +393,20 @@ class Sink:
             self.kafka_back_at = now
             log.info("Kafka at %s answers again after %.1fs: the sink resumes",
                      self.s.bootstrap_servers, now - self.kafka_down_since)
-        if delivered or now - self.kafka_back_at < self.stall_s:
+        if delivered or now - self.kafka_back_at < STALL_S:
             if delivered:
-                self._outage_over()
+                self.kafka_down_since = self.kafka_back_at = None
             return consumer
         if not self._behind():  # nothing to read: nothing to show either way
-            self._outage_over()
+            self.kafka_down_since = self.kafka_back_at = None
             return consumer
         log.warning("the sink's Kafka consumer delivered nothing %.1fs after the broker came "
                     "back, with records to read: replacing it (it resumes from MySQL's offsets)",
                     now - self.kafka_back_at)
         threading.Thread(target=_close_quietly, args=(consumer,), daemon=True).start()
         self.assigned, self.at_eof = set(), set()
-        self.kafka_back_at = now
-        self.stall_s = min(self.stall_s * 2, STALL_MAX_S)
+        self.kafka_back_at = now  # the new one gets its STALL_S too
         return self._new_consumer()
-
-    def _outage_over(self) -> None:
-        self.kafka_down_since = self.kafka_back_at = None
-        self.stall_s = STALL_S
 
     def run(self) -> int:
         s = self.s

@@ -95,6 +95,10 @@ class Report:
                 f"{'PASS' if self.ok else 'FAIL: ' + '; '.join(self.failures)}")
 
 
+# A restarted process's seconds before the drain may stop it (its imports take ~1-2 s).
+SETTLE_S = 5.0
+
+
 class Supervised:
     """A logcount process that a supervisor restarts whenever it is found dead."""
 
@@ -102,12 +106,19 @@ class Supervised:
         self.name, self.args, self.log_path = name, args, log_path
         self.proc: subprocess.Popen | None = None
         self.starts = 0
+        self.started_at = 0.0
         self.lock = threading.Lock()
 
     def start(self, env: dict | None = None) -> None:
         with self.lock:
             self.proc = start_cli(*self.args, env=env, log_path=self.log_path)
             self.starts += 1
+            self.started_at = time.monotonic()
+
+    def settled(self) -> bool:
+        """Alive long enough to have its SIGTERM handler: a SIGTERM in its first second (still
+        importing) ends it with -15, which the final stop would report as a failed stop."""
+        return self.alive() and time.monotonic() - self.started_at >= SETTLE_S
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -329,6 +340,8 @@ def run_chaos(endpoints, names, url, cfg: ChaosConfig, workdir: Path) -> Report:
     def drained() -> bool:
         for proc in everyone:
             proc.ensure()
+        if not all(proc.settled() for proc in everyone):
+            return False  # one was just (re)started: stopping it now would be a kill
         return all(_drained(endpoints.bootstrap, n, url, names.topic("in"), ends)
                    for n in [names, gnames][:len(stages)])
 

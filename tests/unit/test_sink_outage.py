@@ -46,34 +46,6 @@ def test_a_consumer_still_silent_after_the_broker_is_back_is_replaced(sink, monk
     assert sink._after_outage(old, delivered=False) == "new consumer"
 
 
-def test_each_replacement_gets_twice_the_last_ones_time_until_the_outage_ends(sink,
-                                                                               monkeypatch):
-    """A new member can take seconds to join a group that still holds the abandoned ones:
-    replacing it every STALL_S kept the sink from resuming for 47 s in a chaos run."""
-    sink._kafka_failed("1/1 brokers are down")
-    monkeypatch.setattr(sink, "_broker_answers", lambda: True)
-    monkeypatch.setattr(sink, "_behind", lambda: True)
-    made = iter(range(100))
-    monkeypatch.setattr(sink, "_new_consumer", lambda: next(made))
-    monkeypatch.setattr(mysql_sink, "_close_quietly", lambda consumer: None)
-    consumer: object = "first"
-    sink._after_outage(consumer, delivered=False)  # the broker answers: the clock starts
-    waits = []
-    for _ in range(7):
-        assert sink.kafka_back_at is not None
-        # Silent just under the current grace: kept; just over it: replaced.
-        wait = sink.stall_s
-        sink.kafka_back_at -= wait - 0.01
-        assert sink._after_outage(consumer, delivered=False) is consumer
-        sink.kafka_back_at -= 0.02
-        consumer = sink._after_outage(consumer, delivered=False)
-        waits.append(wait)
-    assert waits == [1.5, 3.0, 6.0, 12.0, 24.0, 24.0, 24.0]
-    assert consumer == 6
-    assert sink._after_outage(consumer, delivered=True) is consumer
-    assert sink.kafka_down_since is None and sink.stall_s == mysql_sink.STALL_S
-
-
 def test_a_fatal_client_error_is_kept_for_the_loop(sink):
     err = KafkaError(KafkaError._FATAL, "boom", fatal=True)
     sink._on_error(err)
