@@ -20,8 +20,10 @@ totals), and a refusal would only leave the same repair to an operator.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import signal
+import socket
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -69,6 +71,22 @@ KAFKA_PROBE_TIMEOUT_S = 1.0
 # holds records past MySQL's offsets, is stuck (seen after a broker restart: its group
 # coordinator request queued for good) and is replaced. 1.5 s: three turns of the loop.
 STALL_S = 1.5
+
+
+def instance_id(group_id: str, host: str) -> str:
+    """The sink consumer's group.instance.id by default (pure): static membership, so a sink
+    restarted on the same host, or a consumer replaced after an outage, takes the old member's
+    partitions at once instead of after its 45 s session. Figures: docs/tuning.md#sink-session"""
+    return f"{group_id}-{host}"
+
+
+def fatal_line(err: KafkaError) -> str:
+    """A fatal consumer error as the one line the sink exits with."""
+    if err.code() == KafkaError.FENCED_INSTANCE_ID:
+        return (f"{err.str()}: another sink of this group runs with the same group.instance.id "
+                f"(the group id and host name by default); give each sink its own with "
+                f"--kafka-config group.instance.id=ID")
+    return err.str()
 
 
 class MySQLSession:
@@ -214,6 +232,7 @@ class Sink:
         self.kafka_down_since: float | None = None  # a Kafka outage began (one WARN line)
         self.kafka_back_at: float | None = None  # the broker answered again
         self.consumer: Consumer | None = None  # the current one (_new_consumer)
+        self.token: object | None = None  # the current one's error_cb token
         self.fatal: KafkaError | None = None  # reported by error_cb
 
     def _topic_id_now(self) -> str | None:
@@ -324,8 +343,11 @@ class Sink:
 
     def _new_consumer(self) -> Consumer:
         s = self.s
+        token = object()  # this consumer's: a replaced one's errors are not the sink's
         consumer = Consumer(kafka_io.client_config(s.bootstrap_servers, s.kafka_client_config, **{
             "group.id": s.group_id,
+            # --kafka-config group.instance.id=... (a distinct one per sink of a group) wins.
+            "group.instance.id": instance_id(s.group_id, socket.gethostname()),
             # Only committed transactions: never an aborted total.
             "isolation.level": "read_committed",
             # Offsets live in MySQL; Kafka's copy is for lag monitoring only.
@@ -333,13 +355,15 @@ class Sink:
             "enable.partition.eof": True,
             "auto.offset.reset": "earliest",
             # Client-level errors (broker down, transport) come here, not through consume().
-            "error_cb": self._on_error,
+            "error_cb": functools.partial(self._on_error, token),
         }))
-        self.consumer = consumer  # a replaced one's callbacks (its close) change nothing here
+        self.consumer, self.token = consumer, token  # a replaced one's callbacks change nothing
         consumer.subscribe([s.topic], on_assign=self._on_assign, on_revoke=self._on_revoke)
         return consumer
 
-    def _on_error(self, err: KafkaError) -> None:
+    def _on_error(self, token: object, err: KafkaError) -> None:
+        if token is not self.token:
+            return  # a replaced consumer, fenced by its successor of the same instance id
         if err.fatal():
             self.fatal = err  # raised by the loop: a callback's exception would be lost
         else:
@@ -426,7 +450,7 @@ class Sink:
                 down_before = self.kafka_down_since
                 msgs = consumer.consume(10_000, 0.5)
                 if self.fatal is not None:
-                    raise DependencyError(f"sink consumer: {self.fatal.str()}")
+                    raise DependencyError(f"sink consumer: {fatal_line(self.fatal)}")
                 batch: list[Total] = []
                 ends: dict[int, int] = {}
                 for msg in msgs:
@@ -437,7 +461,7 @@ class Sink:
                             self.at_eof.add(partition)
                             ends[partition] = offset if offset is not None else 0
                         elif err.fatal():
-                            raise DependencyError(f"sink consumer: {err.str()}")
+                            raise DependencyError(f"sink consumer: {fatal_line(err)}")
                         else:
                             self._kafka_failed(err.str())
                         continue

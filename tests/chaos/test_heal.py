@@ -252,6 +252,60 @@ def test_a_broker_restart_resumes_stage_and_sink_within_5s(endpoints, names, mys
                  malformed=inp.malformed, sink_at_end=True)
 
 
+# A restarted sink's own start (imports, MySQL, the broker) takes a few seconds; the killed
+# one's member held the partitions for its whole 45 s session before static membership.
+SINK_TAKES_BACK_S = 15.0
+
+
+def test_a_killed_sink_restarted_takes_its_partitions_back_at_once(endpoints, names, mysql_db,
+                                                                   tmp_path):
+    inp = build_input(endpoints.bootstrap, names.topic("in"), names.txn_id + "-producer")
+    cli(*stage_args(endpoints, names, "--once"))
+    out = tmp_path / "sink.log"
+
+    def sink_done() -> bool:
+        ends = end_offsets(endpoints.bootstrap, names.topic("out"))
+        return sink_offsets(mysql_db, names) == {p: o for p, o in ends.items() if o > 0}
+
+    sink = start_cli(*sink_args(endpoints, names, mysql_db), log_path=out)
+    try:
+        wait_for(lambda: sink.poll() is not None or sink_done(), timeout_s=120,
+                 what="the sink to store the totals")
+        assert sink.poll() is None
+        sink.kill()  # SIGKILL: its member never leaves the group
+        sink.wait(30)
+        _feed(endpoints.bootstrap, names.topic("in"), 100, "after-kill")
+        for i in range(100):
+            inp.expected[f"2017-07-30 09:{i % 60:02d}:00"] += 1
+        cli(*stage_args(endpoints, names, "--once"))
+        assert not sink_done()
+        started = time.time()
+        sink = start_cli(*sink_args(endpoints, names, mysql_db), log_path=tmp_path / "again.log")
+        wait_for(lambda: sink.poll() is not None or sink_done(), timeout_s=120, step_s=0.1,
+                 what="the restarted sink to store the new totals")
+        took = time.time() - started
+        assert sink.poll() is None
+        print(f"sink killed and restarted: stored {took:.2f}s after its start")
+        assert took <= SINK_TAKES_BACK_S, (tmp_path / "again.log").read_text()[-3000:]
+        # A second sink of the same group and host, so the same id: the first one goes, saying so.
+        third = start_cli(*sink_args(endpoints, names, mysql_db, "--metrics-port", "0"),
+                          log_path=tmp_path / "third.log")
+        assert sink.wait(60) == 1
+        last = (tmp_path / "again.log").read_text().strip().splitlines()[-1]
+        assert last.startswith("logcount: error: sink consumer:") and \
+            "same group.instance.id" in last, last
+        sink = third
+        third.send_signal(signal.SIGTERM)
+        assert third.wait(60) == 0
+    finally:
+        if sink.poll() is None:
+            sink.kill()
+    for log in ("again.log", "third.log"):
+        assert "Traceback" not in (tmp_path / log).read_text()
+    assert_exact(endpoints.bootstrap, names, inp.expected, url=mysql_db,
+                 malformed=inp.malformed, sink_at_end=True)
+
+
 def _serves(bootstrap: str, topic: str) -> bool:
     """The broker answers the offsets of every partition of `topic`, first and last (as the
     stage's plan and state read ask)."""

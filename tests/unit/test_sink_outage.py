@@ -20,7 +20,7 @@ def sink() -> Sink:
 def test_one_warn_line_an_outage_and_one_when_the_broker_answers(sink, caplog, monkeypatch):
     caplog.set_level(logging.DEBUG, logger="logcount.sink")
     for _ in range(5):
-        sink._on_error(KafkaError(KafkaError._TRANSPORT, "connection refused"))
+        sink._on_error(sink.token, KafkaError(KafkaError._TRANSPORT, "connection refused"))
     warns = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warns) == 1 and "waiting for the broker" in warns[0].getMessage()
     consumer = object()
@@ -48,8 +48,27 @@ def test_a_consumer_still_silent_after_the_broker_is_back_is_replaced(sink, monk
 
 def test_a_fatal_client_error_is_kept_for_the_loop(sink):
     err = KafkaError(KafkaError._FATAL, "boom", fatal=True)
-    sink._on_error(err)
+    sink._on_error(sink.token, err)
     assert sink.fatal is err and sink.kafka_down_since is None
+
+
+def test_a_replaced_consumers_errors_are_not_the_sinks(sink):
+    # Its successor, of the same group.instance.id, fences it while it closes.
+    sink.token = object()
+    fenced = KafkaError(KafkaError.FENCED_INSTANCE_ID, "fenced", fatal=True)
+    sink._on_error(object(), fenced)
+    sink._on_error(object(), KafkaError(KafkaError._TRANSPORT, "connection refused"))
+    assert sink.fatal is None and sink.kafka_down_since is None
+
+
+def test_a_fenced_instance_id_says_what_to_do():
+    line = mysql_sink.fatal_line(KafkaError(KafkaError.FENCED_INSTANCE_ID, "fenced", fatal=True))
+    assert "same group.instance.id" in line and "--kafka-config group.instance.id=" in line
+    assert mysql_sink.fatal_line(KafkaError(KafkaError._FATAL, "boom", fatal=True)) == "boom"
+
+
+def test_the_default_instance_id_is_the_groups_on_this_host():
+    assert mysql_sink.instance_id("logcount-sink", "web-1") == "logcount-sink-web-1"
 
 
 class _Conn:
