@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from logcount.formats.rule import REASON_LATE, minute_label
-from logcount.formats.spark import dim_columns, line_frame
+from logcount.formats.spark import cut_dims, dim_columns, line_frame
 from logcount.formats.spec import LineFormat
 from logcount.pipeline.offsets import OffsetRange
 from logcount.pipeline.totals import minute_index
@@ -135,7 +135,9 @@ def batch_frame(df, fmt: LineFormat, malformed_per_partition: int | None,
 
     c = _plan_columns(SparkContext._active_spark_context, fmt, malformed_per_partition,
                       late_before)
-    agg = line_frame(df, fmt).groupBy(*c.keys).agg(c.n)
+    # The dimension values are cut to their bytes after the aggregation, on its few rows
+    # (formats/spark.py _dims); rows whose cut values meet are summed by batch_result.
+    agg = cut_dims(line_frame(df, fmt, cut=False).groupBy(*c.keys).agg(c.n), len(fmt.group_by))
     if c.window is None:
         return agg.withColumn("rn", c.keep)
     return agg.withColumn("rn", c.window).filter(c.keep)

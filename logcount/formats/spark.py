@@ -5,8 +5,8 @@ and minute, in Spark SQL built-ins only (JVM code generation, no Python per row)
 The pure twin is logcount/formats/rule.py; both follow its reasons and their order. Columns of
 `line_frame(df, fmt)`: p, offset, value, reason (null when well formed), counted, minute (binary
 'YYYY-MM-DD HH:MM' from the seed fast path, else null) and mi (the UTC minute index from every
-other path, else null), then d0, d1, ... (the --group-by values, one per dimension; the rows need a
-`key` column when one is the record key). Exactly one of minute and mi is set on a counted line.
+other path, else null), then d0, d1, ... (the --group-by values, one per dimension, cut to 255
+bytes by `cut_dims`; the rows need a `key` column when one is the record key). Exactly one of minute and mi is set on a counted line.
 With `--continuation-lines skip` a last column, cont, is true on a continuation line (reason null,
 counted false).
 """
@@ -39,7 +39,7 @@ from logcount.formats.spec import (
     LineFormat,
 )
 
-__all__ = ["line_frame", "check_regex", "HEAD_BYTES", "dim_columns"]
+__all__ = ["line_frame", "check_regex", "HEAD_BYTES", "dim_columns", "cut_dims"]
 
 # The seed fast path: `YYYY-MM-DD HH:MM:SS LEVEL ` in the first HEAD_BYTES, read by fixed positions
 # and digit arithmetic (no timestamp parsing, no string building) so the seed format stays as fast
@@ -54,13 +54,14 @@ _NUMBER_TYPES = ("BIGINT", "INT", "SMALLINT", "TINYINT", "DOUBLE", "FLOAT")
 _EPOCH_SECONDS_BELOW = 1e11
 
 
-def line_frame(df, fmt: LineFormat):
-    """Kafka rows (partition, offset, value) -> per-record columns (module docstring)."""
+def line_frame(df, fmt: LineFormat, cut: bool = True):
+    """Kafka rows (partition, offset, value) -> per-record columns (module docstring); with
+    `cut` False the dimension values are not yet cut to their bytes (`_dims`, `cut_dims`)."""
     from pyspark import SparkContext
 
     for stage in _stages(SparkContext._active_spark_context, fmt):
         df = df.select(*stage)
-    return df
+    return cut_dims(df, len(fmt.group_by)) if cut else df
 
 
 # Every Column is a py4j round trip to build; built per batch, a format's hundred or more cost a
@@ -157,7 +158,13 @@ def _cut(s):
 
 
 def _dims(plan: _Plan, fmt: LineFormat, reason, level, groups: dict, j=None):
-    """(reason with `invalid dimension` last, the --group-by value columns)."""
+    """(reason with `invalid dimension` last, the --group-by value columns, each cut to at most
+    DIM_MAX_BYTES + 1 characters: `cut_dims` then cuts them to DIM_MAX_BYTES bytes).
+
+    Only the object-or-array check runs on every line. A value is written where it is used
+    once, so Spark evaluates it only on the lines whose aggregation key reads it (the counted
+    ones, most often a few in a hundred) and the exact byte cut runs on the aggregated rows.
+    Figures: docs/tuning.md#dimension-parse"""
     from pyspark.sql import functions as F
 
     if not fmt.group_by:
@@ -168,7 +175,7 @@ def _dims(plan: _Plan, fmt: LineFormat, reason, level, groups: dict, j=None):
         if d.kind == "level":
             v = F.upper(level)
         elif d.kind == "key":
-            v = F.make_valid_utf8(F.coalesce(F.col("key").cast("string"), F.lit("")))
+            v = F.make_valid_utf8(F.col("key").cast("string"))
         elif d.kind == "group":
             v = groups[d.source]
         else:
@@ -177,14 +184,21 @@ def _dims(plan: _Plan, fmt: LineFormat, reason, level, groups: dict, j=None):
             t = F.schema_of_variant(f)
             bad = t.startswith("OBJECT") | t.startswith("ARRAY")
             invalid = bad if invalid is None else invalid | bad
-            v = F.when(f.isNull() | (t == "VOID"), F.lit("")).otherwise(
-                F.try_variant_get(f, "$", "string"))
-        values.append(v)
-    c = plan.let(**{f"dc{i}": _cut(F.coalesce(v, F.lit(""))) for i, v in enumerate(values)})
+            v = F.when(~F.is_variant_null(f), F.try_variant_get(f, "$", "string"))
+        # At most one character more than the bytes kept: the bytes cut_dims reads are kept.
+        values.append(F.left(F.coalesce(v, F.lit("")), F.lit(DIM_MAX_BYTES + 1)))
     if invalid is not None:
         r = plan.let(r0=reason)["r0"]
         reason = F.when(r.isNull() & invalid, F.lit(REASON_DIMENSION)).otherwise(r)
-    return reason, [c[f"dc{i}"] for i in range(len(values))]
+    return reason, values
+
+
+def cut_dims(df, width: int):
+    """line_frame's (or an aggregate of them) dimension columns d0..d{width-1} cut to
+    DIM_MAX_BYTES bytes where a character starts; the other columns as they are."""
+    from pyspark.sql import functions as F
+
+    return df.withColumns({d: _cut(F.col(d)) for d in dim_columns(width)}) if width else df
 
 
 def check_regex(spark, fmt: LineFormat) -> None:
