@@ -46,14 +46,22 @@ def test_the_report_gives_every_run_and_each_verdict():
          "filebeat": {"group_by": "h,n", "series": 40, "ungrouped_steady": [10], "grouped_steady":
                       [7], "ungrouped_median": 10, "grouped_median": 7, "ratio": 0.7,
                       "goal": 0.8, "met": False},
-         "latency": {"series": 10_000, "rate": 20_000, "runs": {"ungrouped": [live],
-                                                                 "grouped": [live]},
-                     "ungrouped_p99_median": 700, "grouped_p99_median": 700, "ratio": 1.0,
-                     "goal": 1.25, "met": True}}
+         "latency": {"series": 10_000, "rate": 20_000, "goal": 1.25, "met": False, "cadences": {
+             "default": {"flags": [], "runs": {"ungrouped": [live], "grouped": [live]},
+                         "ungrouped_p99_median": 700, "grouped_p99_median": 700, "ratio": 1.0,
+                         "met": True},
+             "unpaced": {"flags": ["--min-batch-interval", "0"],
+                         "runs": {"ungrouped": [live], "grouped": [live]},
+                         "ungrouped_p99_median": 500, "grouped_p99_median": 700, "ratio": 1.4,
+                         "met": False}}}}
     md = grouping.markdown(r)
     assert "| kafka | [95, 97] | [100, 99] | 96 | 99.5 | 0.965 | >= 0.95 | True |" in md
     assert "(40 series)" in md and "| 0.7 | >= 0.8 | False |" in md
-    assert "| grouped 0 | 300 | 700 | 900 |" in md and "ratio 1.0 (goal <= 1.25): met" in md
+    assert "| grouped 0 | 300 | 700 | 900 |" in md
+    assert "p99 median (default): grouped 700 ms, ungrouped 700 ms, ratio 1.0 (goal <= 1.25): met" \
+        in md
+    assert "unpaced cadence: --min-batch-interval 0" in md
+    assert "ratio 1.4 (goal <= 1.25): missed" in md
     del r["latency"]
     assert grouping.markdown(r).endswith("(the run stopped here)\n")
 
