@@ -141,9 +141,12 @@ def test_fluent_bit_by_namespace_and_container_bad_values_and_a_flood(
         for j in range(i + 1):  # a count of its own per value
             bad.append(_envelope(ns, f"{BAD_MINUTE}:{j:02d} ERROR bad value {i}"))
         expected[(f"{BAD_MINUTE}:00", text, "bad")] += i + 1
-    bad.append(_envelope(b'"long"', f"{BAD_MINUTE}:00 ERROR long container",
-                         json.dumps("c" * 300).encode()))
-    expected[(f"{BAD_MINUTE}:00", "long", "c" * 255)] += 1
+    # Two values that differ only past the 255 bytes kept: one series (the stage cuts them
+    # after its aggregation, so their two aggregated rows are summed).
+    for tail in ("c" * 45, "d" * 45):
+        bad.append(_envelope(b'"long"', f"{BAD_MINUTE}:00 ERROR long container",
+                             json.dumps("c" * 255 + tail).encode()))
+    expected[(f"{BAD_MINUTE}:00", "long", "c" * 255)] += 2
     invalid = [_envelope(v, f"{BAD_MINUTE}:00 ERROR invalid {k}") for k, v in enumerate(INVALID)]
     refs = _write(bs, topic, bad + invalid)[len(bad):]
     named = len({k[1:] for k in expected})  # every tuple so far, named and no room for more
