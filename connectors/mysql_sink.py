@@ -80,9 +80,16 @@ def instance_id(group_id: str, host: str) -> str:
     return f"{group_id}-{host}"
 
 
+def is_fatal(err: KafkaError) -> bool:
+    """librdkafka reports a consumer's fatal error (a static member fenced) to error_cb and in
+    consume()'s messages as code _FATAL, without the fatal() flag."""
+    return err.fatal() or err.code() == KafkaError._FATAL
+
+
 def fatal_line(err: KafkaError) -> str:
     """A fatal consumer error as the one line the sink exits with."""
-    if err.code() == KafkaError.FENCED_INSTANCE_ID:
+    # error_cb's fatal errors are _FATAL with the cause in the text (librdkafka's own words).
+    if err.code() == KafkaError.FENCED_INSTANCE_ID or "same group.instance.id" in err.str():
         return (f"{err.str()}: another sink of this group runs with the same group.instance.id "
                 f"(the group id and host name by default); give each sink its own with "
                 f"--kafka-config group.instance.id=ID")
@@ -364,7 +371,7 @@ class Sink:
     def _on_error(self, token: object, err: KafkaError) -> None:
         if token is not self.token:
             return  # a replaced consumer, fenced by its successor of the same instance id
-        if err.fatal():
+        if is_fatal(err):
             self.fatal = err  # raised by the loop: a callback's exception would be lost
         else:
             self._kafka_failed(err.str())
@@ -460,7 +467,7 @@ class Sink:
                         if err.code() == KafkaError._PARTITION_EOF and partition is not None:
                             self.at_eof.add(partition)
                             ends[partition] = offset if offset is not None else 0
-                        elif err.fatal():
+                        elif is_fatal(err):
                             raise DependencyError(f"sink consumer: {fatal_line(err)}")
                         else:
                             self._kafka_failed(err.str())

@@ -52,6 +52,16 @@ def test_a_fatal_client_error_is_kept_for_the_loop(sink):
     assert sink.fatal is err and sink.kafka_down_since is None
 
 
+def test_a_fatal_error_as_error_cb_reports_it_is_kept_too(sink):
+    # librdkafka's error_cb gives code _FATAL without the fatal() flag (seen: a fenced static
+    # member was taken for a broker outage and kept running without a consumer).
+    err = KafkaError(KafkaError._FATAL, "Fatal error: Broker: Static consumer fenced by other "
+                     "consumer with same group.instance.id")
+    sink._on_error(sink.token, err)
+    assert sink.fatal is err and sink.kafka_down_since is None
+    assert "--kafka-config group.instance.id=" in mysql_sink.fatal_line(err)
+
+
 def test_a_replaced_consumers_errors_are_not_the_sinks(sink):
     # Its successor, of the same group.instance.id, fences it while it closes.
     sink.token = object()
