@@ -45,7 +45,7 @@ LIVE_SPAN_MINUTES = 5
 
 def _median(runs: list[dict], key: str) -> float | None:
     got = [r[key] for r in runs if r.get(key) is not None]
-    return statistics.median(got) if got else None
+    return round(statistics.median(got), 1) if got else None  # two floats' mean: 334.79999...
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
