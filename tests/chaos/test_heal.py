@@ -272,6 +272,7 @@ def test_a_killed_sink_restarted_takes_its_partitions_back_at_once(endpoints, na
         return sink_offsets(mysql_db, names) == {p: o for p, o in ends.items() if o > 0}
 
     sink = start_cli(*sink_args(endpoints, names, mysql_db), log_path=out)
+    others: list[subprocess.Popen] = []  # the sinks started beside it
     try:
         wait_for(lambda: sink.poll() is not None or sink_done(), timeout_s=120,
                  what="the sink to store the totals")
@@ -294,16 +295,17 @@ def test_a_killed_sink_restarted_takes_its_partitions_back_at_once(endpoints, na
         # A second sink of the same group and host, so the same id: the first one goes, saying so.
         third = start_cli(*sink_args(endpoints, names, mysql_db, "--metrics-port", "0"),
                           log_path=tmp_path / "third.log")
+        others.append(third)
         assert sink.wait(60) == 1
         last = (tmp_path / "again.log").read_text().strip().splitlines()[-1]
         assert last.startswith("logcount: error: sink consumer:") and \
             "same group.instance.id" in last, last
-        sink = third
         third.send_signal(signal.SIGTERM)
         assert third.wait(60) == 0
     finally:
-        if sink.poll() is None:
-            sink.kill()
+        for p in (sink, *others):
+            if p.poll() is None:
+                p.kill()
     for log in ("again.log", "third.log"):
         assert "Traceback" not in (tmp_path / log).read_text()
     assert_exact(endpoints.bootstrap, names, inp.expected, url=mysql_db,
