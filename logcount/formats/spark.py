@@ -6,7 +6,8 @@ The pure twin is logcount/formats/rule.py; both follow its reasons and their ord
 `line_frame(df, fmt)`: p, offset, value, reason (null when well formed), counted, minute (binary
 'YYYY-MM-DD HH:MM' from the seed fast path, else null) and mi (the UTC minute index from every
 other path, else null), then d0, d1, ... (the --group-by values, one per dimension, cut to 255
-bytes by `cut_dims`; the rows need a `key` column when one is the record key). Exactly one of minute and mi is set on a counted line.
+bytes by `cut_dims`; the rows need a `key` column when one is the record key). Exactly one of
+minute and mi is set on a counted line.
 With `--continuation-lines skip` a last column, cont, is true on a continuation line (reason null,
 counted false).
 """
