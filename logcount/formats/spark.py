@@ -197,9 +197,19 @@ def _dims(plan: _Plan, fmt: LineFormat, reason, level, groups: dict, j=None):
 def cut_dims(df, width: int):
     """line_frame's (or an aggregate of them) dimension columns d0..d{width-1} cut to
     DIM_MAX_BYTES bytes where a character starts; the other columns as they are."""
+    from pyspark import SparkContext
+
+    if not width:
+        return df
+    return df.withColumns(_cut_columns(SparkContext._active_spark_context, width))
+
+
+@functools.lru_cache(maxsize=16)
+def _cut_columns(context, width: int) -> dict:
+    """cut_dims's columns, built once per (JVM, width) like _stages' (a batch builds none)."""
     from pyspark.sql import functions as F
 
-    return df.withColumns({d: _cut(F.col(d)) for d in dim_columns(width)}) if width else df
+    return {d: _cut(F.col(d)) for d in dim_columns(width)}
 
 
 def check_regex(spark, fmt: LineFormat) -> None:
