@@ -38,15 +38,11 @@ def _base_dims(base: str):
     return mod._dims
 
 
-def _paths(path: str) -> tuple[str, str]:
-    return f"$['{path}']", "$" + "".join(f"['{p}']" for p in path.split("."))
-
-
 def _texts(plan, fmt, j) -> dict:
     from pyspark.sql import functions as F
 
     return plan.let(**{f"ds{i}": F.coalesce(*(F.try_variant_get(j, p, "string")
-                                               for p in _paths(d.source)))
+                                               for p in sp.field_paths(d.source)))
                        for i, d in enumerate(fmt.group_by)})
 
 
@@ -62,7 +58,8 @@ def _two_case(plan, fmt, reason, level, groups, j=None):
 
     c = _texts(plan, fmt, j)
     v = [F.coalesce(c[f"ds{i}"], F.lit("")) for i in range(len(fmt.group_by))]
-    c = plan.let(**{f"dc{i}": F.when(F.octet_length(x) <= 255, x).otherwise(F.lit("LONG"))
+    n = sp.DIM_MAX_BYTES
+    c = plan.let(**{f"dc{i}": F.when(F.octet_length(x) <= n, x).otherwise(F.lit("LONG"))
                     for i, x in enumerate(v)})
     return reason, [c[f"dc{i}"] for i in range(len(v))]
 
@@ -90,7 +87,7 @@ def _no_check(plan, fmt, reason, level, groups, j=None):
     from pyspark.sql import functions as F
 
     return reason, [F.left(F.coalesce(*(F.try_variant_get(j, p, "string")
-                                         for p in _paths(d.source)), F.lit("")),
+                                         for p in sp.field_paths(d.source)), F.lit("")),
                            F.lit(sp.DIM_MAX_BYTES + 1)) for d in fmt.group_by]
 
 

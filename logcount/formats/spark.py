@@ -232,16 +232,21 @@ def _fast_ok(fmt: LineFormat) -> bool:
     return fmt.kind == "default" and fmt.timezone == "UTC"
 
 
+def field_paths(path: str) -> tuple[str, str]:
+    """A field path's variant paths (pure): PATH as one literal key, and as a dotted path."""
+    return f"$['{path}']", "$" + "".join(f"['{p}']" for p in path.split("."))
+
+
 def _field(j, path: str | None):
     """PATH as one literal key first (ECS's "log.level"), else the dotted path: a variant."""
     from pyspark.sql import functions as F
 
     assert path is not None
-    literal = F.try_variant_get(j, f"$['{path}']", "variant")
+    literal_path, nested_path = field_paths(path)
+    literal = F.try_variant_get(j, literal_path, "variant")
     if "." not in path:
         return literal
-    nested = F.try_variant_get(j, "$" + "".join(f"['{p}']" for p in path.split(".")),
-                               "variant")
+    nested = F.try_variant_get(j, nested_path, "variant")
     present = literal.isNotNull() & ~F.is_variant_null(literal)
     return F.when(present, literal).otherwise(nested)
 
