@@ -26,6 +26,9 @@ state=.cache/docker                # the engine's pid file and log, Compose, the
 mkdir -p "$state"
 COMPOSE_VERSION=v2.28.1            # the newest Compose v2 whose Go module installs with `go install`
 BASE_CI=logcount-ci/debian:bookworm-slim
+# MySQL itself for the mysql stand-in: Debian ships Oracle's MySQL only in sid (9.7 today), whose
+# collations (utf8mb4_0900_bin), logins (caching_sha2_password) and SQL are mysql:8.4's.
+MYSQL_BASE_CI=logcount-ci/debian:sid-mysql
 wait_s=${LOGCOUNT_DOCKER_WAIT:-900}
 
 say() { printf 'docker-demo: %s\n' "$*"; }
@@ -247,6 +250,22 @@ base_image() {
     || { tail -20 "$state/mmdebstrap.log" >&2; die "mmdebstrap | docker import failed"; }
 }
 
+mysql_base_image() {
+  docker image inspect "$MYSQL_BASE_CI" > /dev/null 2>&1 && return 0
+  command -v mmdebstrap > /dev/null || apt_install mmdebstrap
+  say "building $MYSQL_BASE_CI (MySQL from Debian sid) with mmdebstrap (once)"
+  # Check-Valid-Until off: a mirror that serves a frozen copy of sid (ours does) has a Release
+  # file past its Valid-Until date, which apt refuses by default. The packages are still signed.
+  # The package's own data directory goes (190 MB): the stand-in's entrypoint makes its own.
+  mmdebstrap --variant=minbase --include=mysql-server,mysql-client \
+    --aptopt='Acquire::Check-Valid-Until "false"' \
+    --customize-hook='rm -rf "$1"/var/lib/mysql/*' \
+    sid - "deb http://deb.debian.org/debian sid main" \
+    2> "$state/mmdebstrap-mysql.log" \
+    | docker import --change 'CMD ["bash"]' - "$MYSQL_BASE_CI" > /dev/null \
+    || { tail -20 "$state/mmdebstrap-mysql.log" >&2; die "mmdebstrap (sid, mysql-server) | docker import failed"; }
+}
+
 # --- The demo ---------------------------------------------------------------------------------
 compose() {  # compose ARGS...: docker/compose.yaml, plus the stand-ins when `up` chose them
   local files=(-f docker/compose.yaml)
@@ -266,6 +285,7 @@ up() {
   if use_standins; then
     touch "$state/standins"
     timed "base image" base_image
+    timed "mysql base image" mysql_base_image
   fi
   # From scratch every time: a second `up` must not send the generator's lines twice.
   compose down --volumes --remove-orphans > /dev/null 2>&1 || true

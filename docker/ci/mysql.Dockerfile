@@ -1,14 +1,15 @@
-# CI stand-in for mysql:8.4, for machines with no image registry: MariaDB from Debian, behind an
-# entrypoint that honours the official image's MYSQL_ROOT_PASSWORD, MYSQL_DATABASE, MYSQL_USER
-# and MYSQL_PASSWORD. Tagged logcount-ci/mysql, never mysql. Built by docker/compose.ci.yaml.
-ARG BASE=debian:bookworm-slim
+# CI stand-in for mysql:8.4, for machines with no image registry: Oracle's MySQL as Debian sid
+# packages it (scripts/docker-demo.sh builds the base with mmdebstrap), behind an entrypoint that
+# honours the official image's MYSQL_ROOT_PASSWORD, MYSQL_DATABASE, MYSQL_USER and
+# MYSQL_PASSWORD. Tagged logcount-ci/mysql, never mysql. Built by docker/compose.ci.yaml.
+ARG BASE=logcount-ci/debian:sid-mysql
 FROM ${BASE}
-RUN apt-get update \
- && apt-get install -y --no-install-recommends mariadb-server mariadb-client \
- && rm -rf /var/lib/apt/lists/* \
-# The package initialises a data directory; the entrypoint makes its own from the variables.
- && rm -rf /var/lib/mysql && mkdir -p /var/lib/mysql /run/mysqld \
- && chown mysql:mysql /var/lib/mysql /run/mysqld
+# The entrypoint makes the data directory from the variables. Debian's config sends the server's
+# log to a file; without log_error it goes to stderr, as the official image's does (docker logs,
+# and testcontainers waits there for "ready for connections").
+RUN rm -rf /var/lib/mysql && mkdir -p /var/lib/mysql /run/mysqld \
+ && chown mysql:mysql /var/lib/mysql /run/mysqld \
+ && sed -i '/^log_error/d' /etc/mysql/mysql.conf.d/mysqld.cnf
 COPY docker/ci/mysql-entrypoint.sh /usr/local/bin/mysql-entrypoint.sh
 EXPOSE 3306
 ENTRYPOINT ["/usr/local/bin/mysql-entrypoint.sh"]
