@@ -136,11 +136,13 @@ def batch_frame(df, fmt: LineFormat, malformed_per_partition: int | None,
     c = _plan_columns(SparkContext._active_spark_context, fmt, malformed_per_partition,
                       late_before)
     # The dimension values are cut to their bytes after the aggregation, on its few rows
-    # (formats/spark.py _dims); rows whose cut values meet are summed by batch_result.
-    agg = cut_dims(line_frame(df, fmt, cut=False).groupBy(*c.keys).agg(c.n), len(fmt.group_by))
+    # (formats/spark.py _dims); rows whose cut values meet are summed by batch_result. The cut
+    # and rn are one step: each step is analysed whole. Figures: docs/tuning.md#plan-steps
+    agg = line_frame(df, fmt, cut=False).groupBy(*c.keys).agg(c.n)
+    width = len(fmt.group_by)
     if c.window is None:
-        return agg.withColumn("rn", c.keep)
-    return agg.withColumn("rn", c.window).filter(c.keep)
+        return cut_dims(agg, width, rn=c.keep)
+    return cut_dims(agg, width, rn=c.window).filter(c.keep)
 
 
 # Every Column is a py4j round trip to build, a third of a small batch's warm cost; they are

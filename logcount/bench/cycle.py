@@ -10,7 +10,9 @@ the collect (code generation, the offset reader, the job, the rows to Python); a
 stands for the transaction. The first 30 cycles (JIT warm-up) are left out of the report.
 Medians and p90 in ms, as one JSON line. `--conf` sets session SQL settings to try one;
 `--jfr FILE` writes a Java Flight Recording of the warm cycles (JFR's "profile" settings),
-`--cprofile FILE` the Python side's profile of the warm cycles (pstats). `cpu_ms` is the CPU of
+`--cprofile FILE` the Python side's profile of the warm cycles (pstats); `--group-by key` runs the
+grouped batch over the live-series bench's 10,000 record keys (its rows to counts: "result";
+"cells", the (series, minute) cells a batch). `cpu_ms` is the CPU of
 one warm cycle, averaged: the driver's Python thread (its py4j calls; the producer's thread is not
 in it) and the whole Spark JVM (driver and, in local mode, the executors' tasks).
 """
@@ -28,6 +30,7 @@ import uuid
 from confluent_kafka.admin import OffsetSpec
 
 from logcount.bench import data
+from logcount.bench.grouping import LIVE_SERIES
 from logcount.bench.latency import RateProducer
 from logcount.bench.procs import cpu_seconds
 from logcount.connectors import kafka_io, stack
@@ -50,7 +53,13 @@ def main() -> int:
     ap.add_argument("--partitions", type=int, default=4, help="the topic's partitions")
     ap.add_argument("--tasks", type=int, default=None,
                     help="tasks per batch (default: the stage's rule, job.batch_shape)")
+    ap.add_argument("--group-by", default=None,
+                    help="the stage's --group-by; with `key` the lines carry the live-series "
+                         "bench's 10,000 keys in turn (logcount/bench/grouping.py)")
     args = ap.parse_args()
+    fmt = LineFormat.from_flags(group_by=args.group_by)
+    keys = ([b"svc-%05d" % i for i in range(LIVE_SERIES)]
+            if any(d.kind == "key" for d in fmt.group_by) else None)
     stack.up(log=lambda line: None)
     topic = f"cycle-{uuid.uuid4().hex[:6]}"
     adm = kafka_io.admin(stack.BOOTSTRAP)
@@ -61,7 +70,7 @@ def main() -> int:
         key, _, value = item.partition("=")
         spark.conf.set(key, value)
     producer = RateProducer(stack.BOOTSTRAP, topic, data.generate(200_000, 1), 20_000, 3600,
-                           args.partitions)
+                           args.partitions, keys=keys)
     producer.start()
     options = {"group.id": f"{topic}-spark"}
     starts = dict.fromkeys(range(args.partitions), 0)
@@ -90,7 +99,7 @@ def main() -> int:
         if tasks is not None:
             df = df.coalesce(tasks)
         t.append(time.monotonic())
-        frame = job.batch_frame(df, LineFormat(), None, None)
+        frame = job.batch_frame(df, fmt, None, None)
         t.append(time.monotonic())
         qe = frame._jdf.queryExecution()
         qe.optimizedPlan()
@@ -99,15 +108,18 @@ def main() -> int:
         t.append(time.monotonic())
         # The stage's choice of projections (a --conf of the factory mode wins, as in the stage).
         with job.projections(spark, interpreted=shape.interpreted):
-            frame.collect()
+            collected = frame.collect()
+        t.append(time.monotonic())
+        result = job.batch_result(collected, ranges, len(fmt.group_by))
         t.append(time.monotonic())
         py1 = time.thread_time()
         time.sleep(TRANSACTION_S)
         starts.update({r.partition: r.end for r in ranges})
-        names = ("ranges", "read", "frame", "optimise", "physical", "collect")
+        names = ("ranges", "read", "frame", "optimise", "physical", "collect", "result")
         phases = {n: b - a for n, a, b in zip(names, t[:-1], t[1:], strict=True)}
         phases["cycle"] = t[-1] - t[0] + TRANSACTION_S
         phases["records"] = sum(r.size for r in ranges)
+        phases["cells"] = sum(len(c) for c in result.series.values()) or len(result.counts)
         phases["cpu_py"], phases["cpu_jvm"] = py1 - py0, cpu_seconds(jvm) - jvm0
         rows.append(phases)
     if profile is not None:
@@ -123,7 +135,7 @@ def main() -> int:
     report = {}
     for key in (k for k in rows[0] if not k.startswith("cpu_")):
         values = sorted(r[key] for r in warm)
-        scale = 1 if key == "records" else 1000
+        scale = 1 if key in ("records", "cells") else 1000
         report[key] = [round(statistics.median(values) * scale, 1),
                        round(values[int(len(values) * 0.9)] * scale, 1)]
     print(json.dumps({"cycles": len(warm), "conf": args.conf, "cpu_ms": cpu,

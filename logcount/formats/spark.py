@@ -194,14 +194,16 @@ def _dims(plan: _Plan, fmt: LineFormat, reason, level, groups: dict, j=None):
     return reason, values
 
 
-def cut_dims(df, width: int):
+def cut_dims(df, width: int, **more):
     """line_frame's (or an aggregate of them) dimension columns d0..d{width-1} cut to
-    DIM_MAX_BYTES bytes where a character starts; the other columns as they are."""
+    DIM_MAX_BYTES bytes where a character starts, and the columns `more` set, in one step (each
+    step of a DataFrame is analysed whole, eagerly); the other columns as they are."""
     from pyspark import SparkContext
 
-    if not width:
+    if not width and not more:
         return df
-    return df.withColumns(_cut_columns(SparkContext._active_spark_context, width))
+    cuts = _cut_columns(SparkContext._active_spark_context, width) if width else {}
+    return df.withColumns({**cuts, **more})
 
 
 @functools.lru_cache(maxsize=16)
