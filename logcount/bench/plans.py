@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import re
+from typing import Any
 
 from logcount.formats.shapes import RUN_FLAGS, synthetic_records
 from logcount.formats.spec import LineFormat
@@ -22,8 +23,8 @@ def main(out: str) -> None:
     spark = spark_session("local[1]", "plans")
     text = []
     for shape, flags in RUN_FLAGS.items():
-        kw = {flags[i].removeprefix("--").replace("-", "_"): flags[i + 1]
-              for i in range(0, len(flags), 2)}
+        kw: dict[str, Any] = {flags[i].removeprefix("--").replace("-", "_"): flags[i + 1]
+                              for i in range(0, len(flags), 2)}
         fmt = LineFormat.from_flags(**kw)
         values = [r.value for r in synthetic_records(shape, 50, 1)]
         df = spark.createDataFrame([(i % 4, i, v, None) for i, v in enumerate(values)],
