@@ -225,10 +225,18 @@ use_standins() {
   return 1
 }
 
-base_image() {
-  docker image inspect "$BASE_CI" > /dev/null 2>&1 && return 0
+debian_image() {  # debian_image TAG LOG WHAT MMDEBSTRAP-ARGS...: TAG, once, from mmdebstrap's tar
+  local tag=$1 log=$state/$2 what=$3
+  shift 3
+  docker image inspect "$tag" > /dev/null 2>&1 && return 0
   command -v mmdebstrap > /dev/null || apt_install mmdebstrap
-  say "building $BASE_CI from Debian packages with mmdebstrap (once)"
+  say "building $tag ($what) with mmdebstrap (once)"
+  mmdebstrap --variant=minbase "$@" 2> "$log" \
+    | docker import --change 'CMD ["bash"]' - "$tag" > /dev/null \
+    || { tail -20 "$log" >&2; die "mmdebstrap ($what) | docker import failed"; }
+}
+
+base_image() {
   # The host's CA certificates and pip/apt settings go in, so that builds on top of this base
   # reach the same package registries as the host (through the same TLS-inspecting proxy, if
   # there is one). Without them a build here cannot fetch anything.
@@ -239,31 +247,24 @@ base_image() {
   for f in /etc/apt/apt.conf.d/99*; do
     [ -f "$f" ] && hooks+=(--customize-hook="copy-in $f /etc/apt/apt.conf.d/")
   done
-  mmdebstrap --variant=minbase --include=ca-certificates "${hooks[@]}" \
+  debian_image "$BASE_CI" mmdebstrap.log "Debian packages" \
+    --include=ca-certificates "${hooks[@]}" \
     --customize-hook='chroot "$1" update-ca-certificates > /dev/null' \
     bookworm - \
     "deb http://deb.debian.org/debian bookworm main" \
     "deb http://deb.debian.org/debian bookworm-updates main" \
-    "deb http://deb.debian.org/debian-security bookworm-security main" \
-    2> "$state/mmdebstrap.log" \
-    | docker import --change 'CMD ["bash"]' - "$BASE_CI" > /dev/null \
-    || { tail -20 "$state/mmdebstrap.log" >&2; die "mmdebstrap | docker import failed"; }
+    "deb http://deb.debian.org/debian-security bookworm-security main"
 }
 
 mysql_base_image() {
-  docker image inspect "$MYSQL_BASE_CI" > /dev/null 2>&1 && return 0
-  command -v mmdebstrap > /dev/null || apt_install mmdebstrap
-  say "building $MYSQL_BASE_CI (MySQL from Debian sid) with mmdebstrap (once)"
   # Check-Valid-Until off: a mirror that serves a frozen copy of sid (ours does) has a Release
   # file past its Valid-Until date, which apt refuses by default. The packages are still signed.
   # The package's own data directory goes (190 MB): the stand-in's entrypoint makes its own.
-  mmdebstrap --variant=minbase --include=mysql-server,mysql-client \
+  debian_image "$MYSQL_BASE_CI" mmdebstrap-mysql.log "MySQL from Debian sid" \
+    --include=mysql-server,mysql-client \
     --aptopt='Acquire::Check-Valid-Until "false"' \
     --customize-hook='rm -rf "$1"/var/lib/mysql/*' \
-    sid - "deb http://deb.debian.org/debian sid main" \
-    2> "$state/mmdebstrap-mysql.log" \
-    | docker import --change 'CMD ["bash"]' - "$MYSQL_BASE_CI" > /dev/null \
-    || { tail -20 "$state/mmdebstrap-mysql.log" >&2; die "mmdebstrap (sid, mysql-server) | docker import failed"; }
+    sid - "deb http://deb.debian.org/debian sid main"
 }
 
 # --- The demo ---------------------------------------------------------------------------------
