@@ -11,10 +11,8 @@ from __future__ import annotations
 import argparse
 import hashlib
 import re
-from typing import Any
 
-from logcount.formats.shapes import RUN_FLAGS, synthetic_records
-from logcount.formats.spec import LineFormat
+from logcount.formats.shapes import SHAPES, run_format, synthetic_records
 from logcount.pipeline.job import MAX_MALFORMED_PER_BATCH, batch_frame
 from logcount.pipeline.spark import spark_session
 
@@ -22,10 +20,8 @@ from logcount.pipeline.spark import spark_session
 def main(out: str) -> None:
     spark = spark_session("local[1]", "plans")
     text = []
-    for shape, flags in RUN_FLAGS.items():
-        kw: dict[str, Any] = {flags[i].removeprefix("--").replace("-", "_"): flags[i + 1]
-                              for i in range(0, len(flags), 2)}
-        fmt = LineFormat.from_flags(**kw)
+    for shape in SHAPES:
+        fmt = run_format(shape)
         values = [r.value for r in synthetic_records(shape, 50, 1)]
         df = spark.createDataFrame([(i % 4, i, v, None) for i, v in enumerate(values)],
                                    "partition int, offset long, value binary, key binary")

@@ -22,11 +22,11 @@ import random
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
-from typing import TypeVar
+from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
 
 from logcount.formats.rule import minute_label
-from logcount.formats.spec import ALL_LEVELS, FormatError, check_timezone
+from logcount.formats.spec import ALL_LEVELS, FormatError, LineFormat, check_timezone
 from logcount.formats.spec import parse_group_by as spec_parse_group_by
 
 __all__ = ["SHAPES", "RUN_FLAGS", "TRACE_SHAPES", "ZONELESS", "DIMENSIONS", "SyntheticRecord",
@@ -61,6 +61,15 @@ RUN_FLAGS: dict[str, tuple[str, ...]] = {
     "pino": ("--json-time-field", "time", "--json-level-field", "level", "--level", "50,60"),
 }
 SHAPES = tuple(RUN_FLAGS)
+
+
+def run_format(shape: str, **overrides: Any) -> LineFormat:
+    """The LineFormat a stage builds from RUN_FLAGS[shape] (`overrides`: more from_flags
+    arguments, e.g. timezone or level)."""
+    flags = RUN_FLAGS[shape]
+    kwargs: dict[str, Any] = {flags[i].removeprefix("--").replace("-", "_"): flags[i + 1]
+                              for i in range(0, len(flags), 2)}
+    return LineFormat.from_flags(**{**kwargs, **overrides})
 # Shapes of programs that log stack traces (the JVM's, Python's): README's recipe for each adds
 # --continuation-lines skip to RUN_FLAGS (which the synthetic generator's counts are made for).
 TRACE_SHAPES = frozenset({"kafka", "log4j2", "python", "spark"})

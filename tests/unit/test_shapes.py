@@ -20,6 +20,7 @@ from logcount.formats.shapes import (
     ZONELESS,
     SyntheticRecord,
     expected_from_records,
+    run_format,
     synthetic_lines,
     synthetic_records,
 )
@@ -31,12 +32,7 @@ ZONES = ("UTC", "America/New_York", "+05:30", "-03:30", "Australia/Lord_Howe")
 
 def line_format(shape: str, timezone: str = "UTC", level: str | None = None) -> LineFormat:
     """LineFormat.from_flags built from RUN_FLAGS[shape] (and `timezone`, `level`)."""
-    flags = list(RUN_FLAGS[shape])
-    kwargs = {flags[i].removeprefix("--").replace("-", "_"): flags[i + 1]
-              for i in range(0, len(flags), 2)}
-    if level is not None:
-        kwargs["level"] = level
-    return LineFormat.from_flags(timezone=timezone, **kwargs)
+    return run_format(shape, timezone=timezone, **({"level": level} if level is not None else {}))
 
 
 def assert_agrees(records: list[SyntheticRecord], fmt: LineFormat) -> None:
