@@ -59,7 +59,7 @@ from logcount.connectors import kafka_io, stack
 from logcount.core.errors import DependencyError
 from logcount.core.paths import home
 from logcount.core.records import decode_total
-from logcount.core.settings import BenchSettings
+from logcount.core.settings import BenchSettings, RunSettings
 from logcount.formats.shapes import expected_from_records, synthetic_records
 
 log = logging.getLogger("logcount.bench.soak")
@@ -180,6 +180,8 @@ class SoakPlan:
     sample_s: float = DEFAULT_SAMPLE_S
     warmup_s: float | None = None  # None: warmup_seconds(minutes)
     trigger_s: float = DEFAULT_TRIGGER_S
+    # The stage's own default cadence unless told: `logcount bench --soak` soaks the defaults.
+    min_batch_interval: float = RunSettings.min_batch_interval
     partitions: int = PARTITIONS
     seed: int = 1
     bootstrap: str | None = None
@@ -208,7 +210,8 @@ class Soak:
             env = {"JAVA_TOOL_OPTIONS": f"{os.environ.get('JAVA_TOOL_OPTIONS', '')} "
                                         f"-XX:NativeMemoryTracking=summary".strip()}
         stage = Child(b.stage_argv(topic, "soak", "--metrics-port", str(port),
-                                   "--trigger-interval", str(p.trigger_s)), env=env,
+                                   "--trigger-interval", str(p.trigger_s),
+                                   "--min-batch-interval", str(p.min_batch_interval)), env=env,
                       log_path=str(b.logs / "soak_stage.log"), sample=False)
         producer = SoakProducer(b.bootstrap, topic, filler, p.rate, p.partitions)
         reader = None
@@ -317,6 +320,7 @@ class Soak:
                    f"drained {drained}; stage exit {rc})")
         r = {"minutes": p.minutes, "rate_lines_per_s": p.rate, "sample_seconds": p.sample_s,
              "warmup_seconds": self.warmup_s, "trigger_interval_s": p.trigger_s,
+             "min_batch_interval_s": p.min_batch_interval,
              "input_partitions": p.partitions, "cores": os.cpu_count() or 0,
              "started": self.started, "plan": asdict(p),
              "batches": batches, "batches_per_s": round(batches / window, 2) if window else None,
@@ -337,7 +341,7 @@ class Soak:
              if len(histograms) > 1 else [],
              "nmt": nmt_series(ts, self.samples) if p.nmt else {},
              "samples": self.samples}
-        r["goals"] = goals(series, lat_thirds, batches, p.minutes, exact)
+        r["goals"] = goals(series, lat_thirds, batches, p.minutes, exact, p.min_batch_interval)
         return r
 
 
@@ -377,6 +381,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                          f"{DEFAULT_WARMUP_S:g}, or a tenth of a shorter run)")
     ap.add_argument("--trigger", type=float, default=DEFAULT_TRIGGER_S,
                     help="the stage's --trigger-interval")
+    ap.add_argument("--min-batch-interval", type=float, default=RunSettings.min_batch_interval,
+                    help="the stage's --min-batch-interval (default: the stage's own, "
+                         f"{RunSettings.min_batch_interval:g}; 0: the unpaced, low-latency mode)")
     ap.add_argument("--partitions", type=int, default=PARTITIONS, help="input partitions")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", default=None, help="directory for soak.* (default: a temp dir)")
@@ -390,7 +397,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "%(message)s")
     plan = SoakPlan(minutes=a.minutes, out=a.out or tempfile.mkdtemp(prefix="logcount-soak-"),
                     rate=a.rate, sample_s=a.sample_seconds, warmup_s=a.warmup_seconds,
-                    trigger_s=a.trigger, partitions=a.partitions, seed=a.seed,
+                    trigger_s=a.trigger, min_batch_interval=a.min_batch_interval,
+                    partitions=a.partitions, seed=a.seed,
                     bootstrap=a.bootstrap_servers, nmt=a.nmt)
     return run_soak(plan)
 

@@ -16,6 +16,10 @@ RSS_SLOPE_GOAL_MB_H = 20.0
 LATENCY_GOAL = 1.10  # last third's p50 <= 1.10 x the first third's
 BATCH_GOAL = 10_000  # batches in the measured window, judged when MINUTES >= BATCH_GOAL_MINUTES
 BATCH_GOAL_MINUTES = 20
+# A paced stage (--min-batch-interval P > 0) starts at most one batch every P s, so its count is
+# set by the cadence: the goal is that it kept it, >= CADENCE_SHARE of window / P (a batch that
+# overran P, or a sample's jcmd pause, costs a few).
+CADENCE_SHARE = 0.9
 # Thread and fd counts move a little without growing (idle pool workers replaced, connections
 # opened and closed); a leak of one per batch would add thousands in 20 minutes and one per
 # minute 20: the tolerances admit the noise, not either leak.
@@ -63,14 +67,22 @@ def thirds(values: Sequence) -> tuple[list, list]:
     return (list(values[:k]), list(values[-k:])) if k else ([], [])
 
 
+def second_half(values: Sequence) -> list:
+    """The samples after the window's middle (the later len // 2), where a goal on a slope is
+    judged: the first half still holds the heap's and the JIT's settling."""
+    return list(values[len(values) - len(values) // 2:])
+
+
 def summarize(ts: Sequence[float], ys: Sequence[float | None]) -> dict:
-    """A series' slope per hour and its first and last thirds' mean and max."""
+    """A series' slope per hour (over the whole window and over its second half) and its first
+    and last thirds' mean and max."""
     first, last = (list(filter(_present, part)) for part in thirds(ys))
 
     def r(x):
         return None if x is None else round(x, 2)
 
     return {"slope_per_hour": r(slope_per_hour(ts, ys)),
+            "second_half_slope_per_hour": r(slope_per_hour(second_half(ts), second_half(ys))),
             "first_third_mean": r(sum(first) / len(first)) if first else None,
             "last_third_mean": r(sum(last) / len(last)) if last else None,
             "first_third_max": max(first) if first else None,
@@ -109,12 +121,15 @@ def diff_totals(got: dict[str, int], want: dict[str, int]) -> list[str]:
 
 
 def goals(series: dict[str, dict], latency_thirds: tuple[float | None, float | None],
-          batches: int, minutes: float, totals_exact: bool) -> list[dict]:
-    """Each goal with its value and verdict (met None: not judged on a run this short)."""
+          batches: int, minutes: float, totals_exact: bool,
+          min_batch_interval: float = 0.0) -> list[dict]:
+    """Each goal with its value and verdict (met None: not judged on a run this short);
+    `min_batch_interval`: the stage's pacing, which sets the batch goal."""
     out = []
     for name in ("python_rss_mb", "jvm_rss_mb"):
-        slope = series.get(name, {}).get("slope_per_hour")
-        out.append(_goal(f"{SERIES[name][0]} slope <= {RSS_SLOPE_GOAL_MB_H:g} MB/hour", slope,
+        slope = series.get(name, {}).get("second_half_slope_per_hour")
+        out.append(_goal(f"{SERIES[name][0]} slope over the second half <= "
+                         f"{RSS_SLOPE_GOAL_MB_H:g} MB/hour", slope,
                          slope is not None and slope <= RSS_SLOPE_GOAL_MB_H))
     for name, tol in (("python_threads", THREAD_TOLERANCE), ("jvm_threads", THREAD_TOLERANCE),
                       ("python_fds", FD_TOLERANCE), ("jvm_fds", FD_TOLERANCE)):
@@ -129,8 +144,14 @@ def goals(series: dict[str, dict], latency_thirds: tuple[float | None, float | N
                      None if ratio is None else f"{first:g} -> {last:g} ms ({ratio:.2f} x)",
                      ratio is not None and ratio <= LATENCY_GOAL))
     judged = minutes >= BATCH_GOAL_MINUTES
-    out.append(_goal(f"batches >= {BATCH_GOAL:,} (runs of {BATCH_GOAL_MINUTES}+ minutes)",
-                     batches, (batches >= BATCH_GOAL) if judged else None))
+    if min_batch_interval > 0:
+        want = int(CADENCE_SHARE * minutes * 60 / min_batch_interval)
+        goal = (f"batches >= {want:,}, {CADENCE_SHARE:.0%} of one per {min_batch_interval:g} s "
+                f"(runs of {BATCH_GOAL_MINUTES}+ minutes)")
+    else:
+        want = BATCH_GOAL
+        goal = f"batches >= {BATCH_GOAL:,} (runs of {BATCH_GOAL_MINUTES}+ minutes)"
+    out.append(_goal(goal, batches, (batches >= want) if judged else None))
     out.append(_goal("output totals equal the produced counts exactly", totals_exact,
                      totals_exact))
     return out

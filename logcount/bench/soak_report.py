@@ -24,18 +24,21 @@ def _n(x) -> str:
 def markdown(r: dict) -> str:
     lat = r["latency_ms"]
     lines = [f"### Soak: {r['minutes']:g} minutes at {r['rate_lines_per_s']:,} lines/s, "
-             f"{r['cores']} cores (trigger {r['trigger_interval_s']:g} s, a sample every "
+             f"{r['cores']} cores (trigger {r['trigger_interval_s']:g} s, "
+             f"{_pacing(r.get('min_batch_interval_s', 0.0))}, a sample every "
              f"{r['sample_seconds']:g} s after {r['warmup_seconds']:g} s of warm-up)", "",
              f"{r['batches']:,} batches in the measured window ({r['batches_per_s']} a second), "
              f"{r['lines_produced']:,} lines produced ({r['achieved_rate']:,} lines/s), "
              f"{r['probes']:,} probes (p50 {_n(lat['p50'])} ms, p99 {_n(lat['p99'])} ms, "
              f"{lat['probes_seen']:,} seen). Totals: {r['totals']['verdict']}. Samples cost "
              f"{_n(r['jcmd_seconds_mean'])} s of jcmd each (mean).", "",
-             "| series | unit | slope per hour | first third mean | last third mean | "
-             "first third max | last third max |", "|---|---|---:|---:|---:|---:|---:|"]
+             "| series | unit | slope per hour | slope per hour, second half | first third mean "
+             "| last third mean | first third max | last third max |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
     for name, s in r["series"].items():
         label, unit, _, _ = SERIES[name]
         lines.append(f"| {label} | {unit} | {_n(s['slope_per_hour'])} | "
+                     f"{_n(s.get('second_half_slope_per_hour'))} | "
                      f"{_n(s['first_third_mean'])} | {_n(s['last_third_mean'])} | "
                      f"{_n(s['first_third_max'])} | {_n(s['last_third_max'])} |")
     lines += ["", "| goal | value | met |", "|---|---:|---|"]
@@ -53,6 +56,11 @@ def markdown(r: dict) -> str:
                   f"{x['bytes'][0] // 1024:,} -> {x['bytes'][1] // 1024:,} |"
                   for x in r["heap_histogram_growth"]]
     return "\n".join(lines) + "\n"
+
+
+def _pacing(interval: float) -> str:
+    return (f"at most a batch every {interval:g} s" if interval > 0
+            else "unpaced (--min-batch-interval 0)")
 
 
 def plot(r: dict, path: Path) -> None:

@@ -24,6 +24,15 @@ def test_thirds_and_summaries():
     assert s["first_third_mean"] == 11 and s["first_third_max"] == 12
     assert s["last_third_mean"] == 14 and s["last_third_max"] == 14  # None left out
     assert s["samples"] == 5
+    # the second half's slope: the later half of the samples only (here the last 3 of 6)
+    assert s["second_half_slope_per_hour"] == pytest.approx(soak_analysis.slope_per_hour(
+        [180, 240, 300], [11, 14, None]))
+    assert soak_analysis.second_half([1, 2, 3, 4, 5]) == [4, 5]
+    # a heap that settles in the first half and is flat after: the whole window's slope says
+    # growth, the second half's does not
+    ts = [i * 300 for i in range(8)]
+    settling = soak_analysis.summarize(ts, [600, 640, 660, 670, 671, 670, 671, 670])
+    assert settling["slope_per_hour"] > 50 and abs(settling["second_half_slope_per_hour"]) < 5
     assert soak_analysis.summarize([0, 1], [float("nan"), 1])["first_third_mean"] is None
 
 
@@ -49,7 +58,8 @@ def test_diff_totals_names_each_difference():
 
 
 def _series(**over) -> dict:
-    flat = {"slope_per_hour": 1.0, "first_third_max": 100, "last_third_max": 100}
+    flat = {"slope_per_hour": 1.0, "second_half_slope_per_hour": 1.0, "first_third_max": 100,
+            "last_third_max": 100}
     out = {name: dict(flat) for name in soak_analysis.SERIES}
     for name, values in over.items():
         out[name].update(values)
@@ -64,13 +74,13 @@ def test_goals_all_met_on_a_flat_run():
 
 def test_goals_catch_growth_and_short_runs_are_not_judged_on_batches():
     got = soak_analysis.goals(
-        _series(jvm_rss_mb={"slope_per_hour": 25.0},
+        _series(jvm_rss_mb={"second_half_slope_per_hour": 25.0},
                 jvm_threads={"last_third_max": 100 + soak_analysis.THREAD_TOLERANCE + 1},
                 python_fds={"last_third_max": 100 + soak_analysis.FD_TOLERANCE}),
         (200.0, 221.0), 900, 1, False)
     by = {g["goal"]: g["met"] for g in got}
-    assert by["JVM RSS slope <= 20 MB/hour"] is False
-    assert by["Python driver RSS slope <= 20 MB/hour"] is True
+    assert by["JVM RSS slope over the second half <= 20 MB/hour"] is False
+    assert by["Python driver RSS slope over the second half <= 20 MB/hour"] is True
     assert [m for k, m in by.items() if k.startswith("JVM threads")] == [False]
     assert [m for k, m in by.items() if k.startswith("Python open fds")] == [True]  # at the edge
     assert [m for k, m in by.items() if k.startswith("probe latency")] == [False]  # 1.105 x
@@ -81,6 +91,24 @@ def test_goals_catch_growth_and_short_runs_are_not_judged_on_batches():
     assert soak_analysis.goals(_series(), (None, 150.0), 0, 1, True)[6]["met"] is False
     # 20 minutes with too few batches
     assert soak_analysis.goals(_series(), (200.0, 200.0), 9_999, 20, True)[7]["met"] is False
+    # the whole window's slope is reported, not judged: a settling first half is no leak
+    settled = _series(jvm_rss_mb={"slope_per_hour": 80.0, "second_half_slope_per_hour": 2.0})
+    assert soak_analysis.goals(settled, (200.0, 200.0), 10_000, 20, True)[1]["met"] is True
+
+
+def test_a_paced_soak_is_judged_on_keeping_its_cadence():
+    # at most a batch a second for 30 minutes: 1,800 possible, 90% of them kept is the goal
+    def batch_goal(batches: int, minutes: float = 30, interval: float = 1.0) -> dict:
+        return soak_analysis.goals(_series(), (900.0, 900.0), batches, minutes, True,
+                                   interval)[7]
+
+    assert batch_goal(1_620)["met"] is True and batch_goal(1_619)["met"] is False
+    assert "1,620" in batch_goal(1_700)["goal"] and "1 s" in batch_goal(1_700)["goal"]
+    assert batch_goal(100, minutes=2)["met"] is None  # short runs are not judged
+    assert batch_goal(810, interval=2.0)["met"] is True  # 0.9 x 900
+    # unpaced (0): the fixed count of the endurance goal
+    assert batch_goal(9_999, interval=0.0)["met"] is False
+    assert batch_goal(10_000, interval=0.0)["met"] is True
 
 
 def test_native_memory_series_largest_first():
