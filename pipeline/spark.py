@@ -73,6 +73,9 @@ SQL_CONF = {
     # V1 turns every record into an external Row and back and asks the brokers while planning; V2
     # reads into UnsafeRows. Same counts, refs and errors. Figures: docs/tuning.md#kafka-v2-source
     V1_SOURCES_KEY: without_kafka(V1_SOURCES_DEFAULT),
+    # The rule's columns are one select that refers to its own earlier columns by name
+    # (formats/spark.py line_frame): Spark's default since 3.4, set so a cluster's cannot unset it.
+    "spark.sql.lateralColumnAlias.enableImplicitResolution": "true",
 }
 KAFKA_PACKAGE = "org.apache.spark:spark-sql-kafka-0-10_2.13"
 # spark.kafka.consumer.cache.capacity: one cached consumer per input partition, up to 1024

@@ -9,12 +9,13 @@ other path, else null), then d0, d1, ... (the --group-by values, one per dimensi
 bytes by `cut_dims`; the rows need a `key` column when one is the record key). Exactly one of
 minute and mi is set on a counted line.
 With `--continuation-lines skip` a last column, cont, is true on a continuation line (reason null,
-counted false).
+counted false). The rule's intermediate columns come along; any later step prunes them.
 """
 
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 from logcount.formats.rule import (
     CONTINUATION,
@@ -56,13 +57,28 @@ _EPOCH_SECONDS_BELOW = 1e11
 
 
 def line_frame(df, fmt: LineFormat, cut: bool = True):
-    """Kafka rows (partition, offset, value) -> per-record columns (module docstring); with
-    `cut` False the dimension values are not yet cut to their bytes (`_dims`, `cut_dims`)."""
+    """Kafka rows (partition, offset, value) -> per-record columns (module docstring), and the
+    rule's intermediate columns, which a later step prunes; with `cut` False the dimension
+    values are not yet cut to their bytes (`_dims`, `cut_dims`)."""
     from pyspark import SparkContext
 
-    for stage in _stages(SparkContext._active_spark_context, fmt):
-        df = df.select(*stage)
+    rule = _stages(SparkContext._active_spark_context, fmt)
+    if rule.lateral is None:
+        for stage in rule.stages:
+            df = df.select(*stage)
+    else:
+        df = df.select(*rule.stages[0]).select(*rule.lateral)
     return cut_dims(df, len(fmt.group_by)) if cut else df
+
+
+class _Rule(NamedTuple):
+    stages: tuple[tuple, ...]  # the selects, in order, each adding the columns the next reads
+    # The same as two selects: the Kafka columns renamed, then every later column in one select
+    # whose columns refer to earlier ones by name (Spark's lateral column aliases). The analyser
+    # splits it into the same chain of Projects, so the plan is the selects' own, analysed twice
+    # instead of once a select (each ~6-11 ms). None: a name repeats, which only the chain can
+    # take. Figures: docs/tuning.md#plan-steps
+    lateral: tuple | None
 
 
 # Every Column is a py4j round trip to build; built per batch, a format's hundred or more cost a
@@ -70,7 +86,7 @@ def line_frame(df, fmt: LineFormat, cut: bool = True):
 # SparkContext so a new session never gets another's columns.
 # Figures: docs/tuning.md#plan-columns
 @functools.lru_cache(maxsize=16)
-def _stages(context, fmt: LineFormat) -> tuple[tuple, ...]:
+def _stages(context, fmt: LineFormat) -> _Rule:
     """The selects, in order, that take Kafka rows to line_frame's columns."""
     from pyspark.sql import functions as F
 
@@ -114,26 +130,36 @@ class _Plan:
     def __init__(self, *base) -> None:
         self.names = ["p", "offset", "value"] + (["key"] if len(base) > 3 else [])
         self.stages: list[tuple] = [base]
+        self.base = tuple(self.names)
+        self.added: list = []  # every column the later selects add, in order
+        self.added_names: list[str] = []
 
     def let(self, **exprs) -> dict:
         """One select that adds `exprs` (none refers to another); their columns by name."""
         from pyspark.sql import functions as F
 
-        self.stages.append((*self.names, *(e.alias(n) for n, e in exprs.items())))
+        self._add(*exprs.items())
+        self.stages.append((*self.names, *self.added[-len(exprs):]))
         self.names += list(exprs)
         return {n: F.col(n) for n in exprs}
 
-    def finish(self, reason, counted, minute, mi, dims=(), cont=None) -> tuple[tuple, ...]:
+    def _add(self, *named) -> None:
+        self.added += [e.alias(n) for n, e in named]
+        self.added_names += [n for n, _ in named]
+
+    def finish(self, reason, counted, minute, mi, dims=(), cont=None) -> _Rule:
         from pyspark.sql import functions as F
 
         last: tuple = ()
         if cont is not None:  # a continuation is never malformed, whatever its dimensions
-            reason, last = F.when(~cont, reason), (cont.alias("cont"),)
-        self.stages.append(("p", "offset", "value", reason.alias("reason"),
-                            counted.alias("counted"), minute.alias("minute"), mi.alias("mi"),
-                            *(d.alias(n) for n, d in zip(dim_columns(len(dims)), dims,
-                                                         strict=True)), *last))
-        return tuple(self.stages)
+            reason, last = F.when(~cont, reason), (("cont", cont),)
+        self._add(("reason", reason), ("counted", counted), ("minute", minute), ("mi", mi),
+                  *zip(dim_columns(len(dims)), dims, strict=True), *last)
+        width = 4 + len(dims) + len(last)
+        self.stages.append(("p", "offset", "value", *self.added[-width:]))
+        names = [*self.base, *self.added_names]
+        lateral = (*self.base, *self.added) if len(set(names)) == len(names) else None
+        return _Rule(tuple(self.stages), lateral)
 
 
 def dim_columns(n: int) -> tuple[str, ...]:
@@ -325,8 +351,10 @@ def _line_rule(plan: _Plan, ln, fmt: LineFormat, fast: bool):
         # so the reason is computed once, and the regex runs on refused lines only.
         r = plan.let(r=reason)["r"]
         empty = F.coalesce(F.length(line), F.lit(0)) == 0
-        cont = plan.let(cont=r.isNotNull() & (empty | F.coalesce(text.rlike(CONTINUATION),
-                                                                 F.lit(False))))["cont"]
+        # Not named cont: the rule's last step names its own (_Plan.finish), and the lateral
+        # select takes a name once.
+        cont = plan.let(is_cont=r.isNotNull() & (
+            empty | F.coalesce(text.rlike(CONTINUATION), F.lit(False))))["is_cont"]
         reason, counted = F.when(~cont, r), ~cont & counted
     if not fast:
         return reason, counted, F.lit(None).cast("binary"), mi, level, groups, cont

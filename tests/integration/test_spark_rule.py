@@ -314,6 +314,58 @@ def test_malformed_refs_come_back_bounded_per_partition(spark):
     assert sum(r["n"] for r in rows if r["minute"] is not None or r["mi"] is not None) == 30
 
 
+@pytest.mark.parametrize("name", [*FORMATS, *GROUPED])
+def test_the_rule_is_two_steps_and_its_plan_the_chain_of_selects(spark, name, monkeypatch):
+    """line_frame builds the rule's columns in one select that refers to its own earlier columns
+    (lateral column aliases) instead of one select per stage. Ungrouped, the batch's optimised
+    plan must be the chain's, Project for Project (expression ids aside), for every kind of
+    format, continuation lines and a lateness horizon included. Grouped, Spark may compute a
+    dimension's field in an earlier Project than the chain did: each column is still defined
+    once, and the rows are the same."""
+    import re
+
+    from pyspark import SparkContext
+
+    from logcount.formats import spark as rule_plan
+    from logcount.pipeline import job
+
+    fmt = (FORMATS.get(name) or GROUPED[name])[0]
+    rule = rule_plan._stages(SparkContext._active_spark_context, fmt)
+    assert rule.lateral is not None, "every format's names are distinct: two steps"
+    if name in FORMATS:
+        lines, keys = corpus(name, 400, TWIN_SEED), None
+    else:
+        records = grouped_corpus(name, 400, TWIN_SEED)
+        keys, lines = [k for k, _ in records], [v for _, v in records]
+    df = spark.createDataFrame(
+        [(i % 4, i, v, keys[i] if keys else None) for i, v in enumerate(lines)],
+        "partition int, offset long, value binary, key binary")
+
+    def chain(frame, fmt, cut=True):
+        for stage in rule.stages:
+            frame = frame.select(*stage)
+        return rule_plan.cut_dims(frame, len(fmt.group_by)) if cut else frame
+
+    def built() -> tuple[list[str], list[str]]:
+        frames = [batch_frame(df, fmt, bound, minute_index("2017-07-30 14:09"))
+                  for bound in (10, None)]
+        plans = [re.sub(r"#\d+L?", "#", f._jdf.queryExecution().optimizedPlan().toString())
+                 for f in frames]
+        return plans, sorted(map(str, frames[0].collect()))
+
+    (plans, rows) = built()
+    monkeypatch.setattr(job, "line_frame", chain)
+    (chained, chained_rows) = built()
+    assert rows == chained_rows and len(rows) > 10
+    if name in FORMATS:
+        assert plans == chained
+    else:
+        def defined(plan: str) -> list[str]:
+            return sorted(re.findall(r" AS (\w+)#", plan))
+
+        assert [defined(p) for p in plans] == [defined(p) for p in chained]
+
+
 def test_plans_built_once_keep_their_format_bound_and_horizon_apart(spark):
     """batch_frame reuses its columns per (session, format, bound, horizon): a batch must still
     get exactly its own, whatever was built before it, and the same twice in a row; on the seed
