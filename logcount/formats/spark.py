@@ -73,11 +73,10 @@ def line_frame(df, fmt: LineFormat, cut: bool = True):
 
 class _Rule(NamedTuple):
     stages: tuple[tuple, ...]  # the selects, in order, each adding the columns the next reads
-    # The same as two selects: the Kafka columns renamed, then every later column in one select
-    # whose columns refer to earlier ones by name (Spark's lateral column aliases). The analyser
-    # splits it into the same chain of Projects, so the plan is the selects' own, analysed twice
-    # instead of once a select (each ~6-11 ms). None: a name repeats, which only the chain can
-    # take. Figures: docs/tuning.md#plan-steps
+    # The stages as two selects, the later columns referring to earlier ones by name (lateral
+    # column aliases): Spark splits it into the same Projects, analysed twice instead of once a
+    # select. None: a name repeats, which only the chain can take.
+    # Figures: docs/tuning.md#plan-steps
     lateral: tuple | None
 
 
