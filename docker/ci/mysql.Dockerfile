@@ -6,10 +6,13 @@ ARG BASE=logcount-ci/debian:sid-mysql
 FROM ${BASE}
 # The entrypoint makes the data directory from the variables. Debian's config sends the server's
 # log to a file; without log_error it goes to stderr, as the official image's does (docker logs,
-# and testcontainers waits there for "ready for connections").
+# and testcontainers waits there for "ready for connections"). The package moves server and
+# clients to 3307 when 3306 was taken on the machine that built the base (a MariaDB there):
+# inside the container it is always 3306, as in the official image.
 RUN rm -rf /var/lib/mysql && mkdir -p /var/lib/mysql /run/mysqld \
  && chown mysql:mysql /var/lib/mysql /run/mysqld \
- && sed -i '/^log_error/d' /etc/mysql/mysql.conf.d/mysqld.cnf
+ && sed -i '/^log_error/d' /etc/mysql/mysql.conf.d/mysqld.cnf \
+ && rm -f /etc/mysql/mysql.conf.d/99-port-backoff.cnf
 COPY docker/ci/mysql-entrypoint.sh /usr/local/bin/mysql-entrypoint.sh
 EXPOSE 3306
 ENTRYPOINT ["/usr/local/bin/mysql-entrypoint.sh"]
