@@ -155,11 +155,10 @@ def goals(r: dict) -> list[dict]:
     first, peer_first = r["cold_start_s"]["logcount_eos"], r["cold_start_s"].get(PEER)
     out.append(_goal(f"first commit <= {FIRST_COMMIT_GOAL_S:g} s after process start", first,
                      first is not None and first <= FIRST_COMMIT_GOAL_S))
-    cold = first / peer_first if first and peer_first else None
-    out.append(_goal(f"cold start (first result) <= {COLD_START_RATIO_GOAL:g} x {PEER}'s "
-                     f"({_n(first)} against {_n(peer_first)} s)",
-                     None if cold is None else round(cold, 2),
-                     cold is not None and cold <= COLD_START_RATIO_GOAL))
+    out.append(_ratio_goal(f"cold start (first result) <= {COLD_START_RATIO_GOAL:g} x {PEER}'s "
+                           f"({_n(first)} against {_n(peer_first)} s)",
+                           first / peer_first if first and peer_first else None,
+                           COLD_START_RATIO_GOAL))
     # The lowest p99 of the triggers run (the trigger is the user's choice), among the repeated
     # runs when there are any (a single run's p99 is not compared with a median).
     best = min(judged(r["latency_ms"]["by_trigger"].values()), key=lambda x: x["p99"],
