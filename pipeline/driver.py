@@ -599,7 +599,7 @@ class Stage:
         else:  # after advance(): this batch's new names are held
             tuples = self.state.series.tuples
             for sid, lines in change.series_lines.items():
-                m.counted_lines.labels(*tuples[sid]).inc(lines)
+                m.count_series(tuples[sid], lines)
         m.state_minutes.set(self.state.cells())
         if change.overflow_lines:
             m.overflow_lines.inc(change.overflow_lines)

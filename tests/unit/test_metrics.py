@@ -71,3 +71,15 @@ def test_a_probe_that_hangs_up_early_leaves_no_traceback(capfd):
         server.shutdown()
     err = capfd.readouterr().err
     assert "Traceback" not in err and "BrokenPipe" not in err, err
+
+
+def test_count_series_adds_to_each_series_label_set_alone():
+    m = StageMetrics(("service", "level"))
+    m.count_series(("api", "ERROR"), 3)
+    m.count_series(("db", "ERROR"), 2)
+    m.count_series(("api", "ERROR"), 4)  # the kept child: the same label set
+    m.count_series(("api", "WARN"), 1)
+    got = {tuple(s.labels.values()): s.value for metric in m.registry.collect()
+           if metric.name == "logcount_counted_lines" for s in metric.samples
+           if s.name == "logcount_counted_lines_total"}
+    assert got == {("api", "ERROR"): 7, ("db", "ERROR"): 2, ("api", "WARN"): 1}
