@@ -110,7 +110,7 @@ class _PlanColumns(NamedTuple):
     keys: tuple  # the aggregation's grouping keys
     n: object  # the one aggregate, count(1) AS n
     window: object  # malformed refs numbered per partition by offset (None: no bound)
-    keep: object  # the filter on that number (no bound: a null rn)
+    keep: object  # the filter on that number (None: no bound)
 
 
 def batch_frame(df, fmt: LineFormat, malformed_per_partition: int | None,
@@ -122,11 +122,11 @@ def batch_frame(df, fmt: LineFormat, malformed_per_partition: int | None,
     its reason and first bytes (a late line too: a counted one whose minute index is before
     `late_before`). With a `malformed_per_partition` bound, the malformed groups are then
     numbered per partition by offset and only the first `malformed_per_partition + 1` come back
-    (the +1 tells the caller where to cut); with None, all come back and `rn` is null.
+    (the +1 tells the caller where to cut); with None, all come back and there is no `rn`.
     Columns: p (a malformed line's partition, else null), minute (binary 'YYYY-MM-DD HH:MM'
     from the seed fast path, or null), mi (the minute index from every other path, or null),
     bad_offset, reason, raw, len, the --group-by values d0, d1, ... of counted lines (so the
-    executors count per series and only the small counts come back), n, rn; with
+    executors count per series and only the small counts come back), n, rn (numbered); with
     --continuation-lines skip also cont (true on the group of continuation lines, else null).
     Every per-line step is a built-in expression (logcount/formats/spark.py: JVM code generation, no
     Python per line).
@@ -140,8 +140,8 @@ def batch_frame(df, fmt: LineFormat, malformed_per_partition: int | None,
     # and rn are one step: each step is analysed whole. Figures: docs/tuning.md#plan-steps
     agg = line_frame(df, fmt, cut=False).groupBy(*c.keys).agg(c.n)
     width = len(fmt.group_by)
-    if c.window is None:
-        return cut_dims(agg, width, rn=c.keep)
+    if c.window is None:  # no rn: one step less for an ungrouped batch, the usual caught-up one
+        return cut_dims(agg, width)
     return cut_dims(agg, width, rn=c.window).filter(c.keep)
 
 
@@ -181,7 +181,7 @@ def _plan_columns(context, fmt: LineFormat, malformed_per_partition: int | None,
         keys += (F.when(F.col("cont"), F.lit(True)).alias("cont"),)
     n = F.count(F.lit(1)).alias("n")
     if malformed_per_partition is None:
-        return _PlanColumns(keys, n, None, F.lit(None).cast("int"))
+        return _PlanColumns(keys, n, None, None)
     w = Window.partitionBy("p", F.col("bad_offset").isNull()).orderBy("bad_offset")
     keep = F.col("bad_offset").isNull() | (F.col("rn") <= malformed_per_partition + 1)
     return _PlanColumns(keys, n, F.row_number().over(w), keep)
@@ -265,7 +265,8 @@ def compute_batch(spark, bootstrap: str, topic: str, ranges: Sequence[OffsetRang
     # A partition with more malformed lines than its share is cut just before the first one beyond
     # it and the batch read again over the final ranges (counts are not kept per partition). Only
     # floods of garbage take this second job; it cannot cut again (a cut keeps exactly per_part).
-    cut = {r["p"]: r["bad_offset"] for r in rows if r["rn"] == per_part + 1
+    numbered = any(r.size > per_part for r in ranges)  # else the rows have no rn (aggregate)
+    cut = {r["p"]: r["bad_offset"] for r in rows if numbered and r["rn"] == per_part + 1
            and r["bad_offset"] is not None}
     final = [OffsetRange(r.partition, r.start, cut.get(r.partition, r.end)) for r in ranges]
     if cut:

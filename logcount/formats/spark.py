@@ -225,12 +225,12 @@ def cut_dims(df, width: int, **more):
     step of a DataFrame is analysed whole, eagerly); the other columns as they are."""
     from pyspark import SparkContext
 
-    if not width:
-        if len(more) == 1:  # one py4j call; withColumns converts two lists, a call an item
-            ((name, column),) = more.items()
-            return df.withColumn(name, column)
-        return df.withColumns(more) if more else df
-    return df.withColumns({**_cut_columns(SparkContext._active_spark_context, width), **more})
+    columns = {**(_cut_columns(SparkContext._active_spark_context, width) if width else {}),
+               **more}
+    if len(columns) == 1:  # one py4j call; withColumns converts two lists, a call an item
+        ((name, column),) = columns.items()
+        return df.withColumn(name, column)
+    return df.withColumns(columns) if columns else df
 
 
 @functools.lru_cache(maxsize=16)
