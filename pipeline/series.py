@@ -262,19 +262,23 @@ class SeriesTotals:
     def _encode_pairs(self, uk: np.ndarray, uv: np.ndarray, more: np.ndarray | None = None
                       ) -> list[tuple[bytes, bytes | None]]:
         """The records of the (chunk, hour) pairs the keys uk touch (and the pair ids `more`):
-        their cells held, with the keys uk set to the totals uv."""
+        their cells held, with the keys uk set to the totals uv. An hour's chunks are gathered
+        and updated as one set of arrays (within an hour, key order is chunk order), not a
+        chunk at a time. Figures: docs/tuning.md#chunked-series-records"""
         upair = _pairs(uk)
-        order = np.lexsort((uk, upair))
-        uk, uv, upair = uk[order], uv[order], upair[order]
         pairs = np.unique(upair if more is None else np.concatenate((upair, more)))
-        bounds = np.searchsorted(upair, pairs).tolist() + [len(upair)]
+        order = np.argsort(uk)
+        uk, uv = uk[order], uv[order]
+        uhour = uk % MINUTE_END // 60
+        pair_chunks, pair_hours = np.divmod(pairs, HOUR_END)
         span = np.arange(CHUNK_SERIES, dtype=np.int64)
-        out: list[tuple[bytes, bytes | None]] = []
-        for i, pair in enumerate(pairs.tolist()):
-            chunk, hour = divmod(pair, HOUR_END)
-            sids = span + chunk * CHUNK_SERIES
+        out: list[tuple[int, bytes, bytes]] = []
+        for hour in np.unique(pair_hours).tolist():
+            chunks = pair_chunks[pair_hours == hour]
+            sids = (chunks[:, None] * CHUNK_SERIES + span).ravel()
             keys, vals = self.totals.hour_cells(sids[sids <= self.max_series] * HOUR_END + hour)
-            k, v = uk[bounds[i]:bounds[i + 1]], uv[bounds[i]:bounds[i + 1]]
+            mine = uhour == hour
+            k, v = uk[mine], uv[mine]
             pos = np.searchsorted(keys, k)
             hit = pos < len(keys)
             hit[hit] = keys[pos[hit]] == k[hit]
@@ -282,8 +286,13 @@ class SeriesTotals:
             keys = np.insert(keys, pos[~hit], k[~hit])
             vals = np.insert(vals, pos[~hit], v[~hit])
             sid, minute = np.divmod(keys, MINUTE_END)
-            out.append((chunk_key(chunk, hour), encode_chunk(chunk, sid, minute - hour * 60, vals)))
-        return out
+            bounds = np.searchsorted(sid, chunks * CHUNK_SERIES).tolist() + [len(sid)]
+            for i, chunk in enumerate(chunks.tolist()):
+                a, b = bounds[i], bounds[i + 1]
+                out.append((chunk * HOUR_END + hour, chunk_key(chunk, hour),
+                            encode_chunk(chunk, sid[a:b], minute[a:b] - hour * 60, vals[a:b])))
+        out.sort(key=lambda r: r[0])  # the pairs' order, as before
+        return [(key, value) for _, key, value in out]
 
     def apply(self, updates: Mapping[tuple[int, int], int],
               new_names: Mapping[int, tuple[str, ...]]) -> None:
