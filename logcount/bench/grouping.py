@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from logcount.bench import data
+from logcount.bench.checkout import ab_env
 from logcount.bench.latency import percentile
 from logcount.bench.runner import BENCH_SHAPES, Bench, commit_seconds
 from logcount.connectors import stack
@@ -61,7 +62,7 @@ def shapes_ab(b: Bench, s: BenchSettings, base: str) -> dict:
         runs: dict[str, list[dict]] = {"A": [], "B": []}
         for i in range(s.ab_repeats):
             for side in ("AB" if i % 2 == 0 else "BA"):
-                env = {"PYTHONPATH": base} if side == "B" else None
+                env = ab_env(base, b.out) if side == "B" else None
                 runs[side].append(b.logcount(f"ab_{shape}_{side}{i}", topic, *RUN_FLAGS[shape],
                                              env=env))
         a, bb = (_median(runs[k], "steady_lines_per_s") for k in "AB")
