@@ -400,8 +400,9 @@ class BenchSettings(Settings):
         "A/B against --ab-base, Filebeat grouped against ungrouped, the latency of 10,000 live "
         "series; writes grouping.json and grouping.md"))
     ab_base: str | None = field(default=None, metadata=opt(
-        "with --grouping: a checkout of the code to compare with (the A/B's B side runs with "
-        "it as PYTHONPATH)", metavar="DIR"))
+        "with --grouping: a checkout of the code to compare with (the A/B's B side imports "
+        "all of its code, pipeline and connectors included: logcount/bench/checkout.py)",
+        metavar="DIR"))
     ab_repeats: int = field(default=3, metadata=opt(
         "with --grouping: runs of each side of the A/B and of the Filebeat pair, interleaved",
         lo=1, hi=10))
