@@ -44,7 +44,8 @@ class ProcStats:
                    if name is None or self.names.get(pid) == name) / 1024
 
 
-def _read(path: str) -> str | None:
+def read_proc(path: str) -> str | None:
+    """A /proc file's text; None when it is gone (its process or thread ended)."""
     try:
         with open(path) as f:
             return f.read()
@@ -94,7 +95,7 @@ def processes() -> dict[int, tuple[str, int]]:
     """Every process now: pid -> (comm, ppid)."""
     out = {}
     for entry in os.listdir("/proc"):
-        if entry.isdigit() and (stat := _read(f"/proc/{entry}/stat")):
+        if entry.isdigit() and (stat := read_proc(f"/proc/{entry}/stat")):
             out[int(entry)] = parse_stat(stat)
     return out
 
@@ -102,7 +103,7 @@ def processes() -> dict[int, tuple[str, int]]:
 def cpu_seconds(pid: int | str | None) -> float:
     """User + system CPU seconds of one process (or "PID/task/TID": a thread) so far; 0 when it
     is gone (or None)."""
-    stat = _read(f"/proc/{pid}/stat") if pid else None
+    stat = read_proc(f"/proc/{pid}/stat") if pid else None
     if stat is None:
         return 0.0
     fields = _fields(stat)[1]
@@ -111,7 +112,7 @@ def cpu_seconds(pid: int | str | None) -> float:
 
 def proc_sample(pid: int) -> dict[str, float] | None:
     """RSS (MB), threads and open fds of one process; None when it is gone."""
-    status = _read(f"/proc/{pid}/status")
+    status = read_proc(f"/proc/{pid}/status")
     if status is None:
         return None
     got = parse_status(status)
@@ -126,7 +127,7 @@ def proc_sample(pid: int) -> dict[str, float] | None:
 def _sample(root: int, stats: ProcStats) -> None:
     parents = {pid: ppid for pid, (_, ppid) in processes().items()}
     for pid in [root, *descendants(root, parents)]:
-        stat, status = _read(f"/proc/{pid}/stat"), _read(f"/proc/{pid}/status")
+        stat, status = read_proc(f"/proc/{pid}/stat"), read_proc(f"/proc/{pid}/status")
         if stat is None or status is None:
             continue
         name, fields = _fields(stat)

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 
 from logcount.bench.data import synthetic_lines
 from logcount.bench.latency import RateProducer
-from logcount.bench.procs import descendants, parse_stat, processes
+from logcount.bench.procs import descendants, parse_stat, processes, read_proc
 from logcount.bench.runner import Bench
 from logcount.connectors import kafka_io, stack
 from logcount.core.settings import BenchSettings
@@ -54,27 +54,19 @@ def thread_seconds(root: int) -> dict[tuple[str, str, int], float]:
     parents = {pid: ppid for pid, (_, ppid) in processes().items()}
     out = {}
     for pid in [root, *descendants(root, parents)]:
-        comm = _read(f"/proc/{pid}/comm")
+        comm = read_proc(f"/proc/{pid}/comm")
         try:
             tids = os.listdir(f"/proc/{pid}/task")
         except OSError:
             continue
         for tid in tids:
-            stat = _read(f"/proc/{pid}/task/{tid}/stat")
+            stat = read_proc(f"/proc/{pid}/task/{tid}/stat")
             if comm is None or stat is None:  # gone meanwhile
                 continue
             name, _ = parse_stat(stat)
             fields = stat[stat.rindex(")") + 2:].split()
             out[(comm.strip(), name, int(tid))] = (int(fields[11]) + int(fields[12])) / _TICKS
     return out
-
-
-def _read(path: str) -> str | None:
-    try:
-        with open(path) as f:
-            return f.read()
-    except OSError:
-        return None
 
 
 def main() -> int:
