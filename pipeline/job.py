@@ -248,16 +248,18 @@ def compute_batch(spark, bootstrap: str, topic: str, ranges: Sequence[OffsetRang
     per_part = max(1, max_malformed // len(ranges))
     parallelism = spark.sparkContext.defaultParallelism
 
+    def numbered(rs: Sequence[OffsetRange]) -> bool:
+        # A range no longer than its share cannot hold more malformed lines than the share, so it
+        # needs no numbering: without the window (a sort and a stage) the plan is smaller, for
+        # every caught-up batch and a first one. Figures: docs/tuning.md#malformed-window
+        return any(r.size > per_part for r in rs)
+
     def aggregate(rs: Sequence[OffsetRange]) -> list:
         df = read_ranges(spark, bootstrap, topic, rs, kafka_options or {})
         shape = batch_shape(rs, parallelism, single_task_max)
         if shape.tasks is not None:
             df = df.coalesce(shape.tasks)
-        # A range no longer than its share cannot hold more malformed lines than the share, so it
-        # needs no numbering: without the window (a sort and a stage) the plan is smaller, for
-        # every caught-up batch and a first one. Figures: docs/tuning.md#malformed-window
-        numbered = any(r.size > per_part for r in rs)
-        frame = batch_frame(df, fmt, per_part if numbered else None, late_before)
+        frame = batch_frame(df, fmt, per_part if numbered(rs) else None, late_before)
         with projections(spark, interpreted=shape.interpreted):
             return frame.collect()
 
@@ -265,9 +267,8 @@ def compute_batch(spark, bootstrap: str, topic: str, ranges: Sequence[OffsetRang
     # A partition with more malformed lines than its share is cut just before the first one beyond
     # it and the batch read again over the final ranges (counts are not kept per partition). Only
     # floods of garbage take this second job; it cannot cut again (a cut keeps exactly per_part).
-    numbered = any(r.size > per_part for r in ranges)  # else the rows have no rn (aggregate)
-    cut = {r["p"]: r["bad_offset"] for r in rows if numbered and r["rn"] == per_part + 1
-           and r["bad_offset"] is not None}
+    cut = ({r["p"]: r["bad_offset"] for r in rows if r["rn"] == per_part + 1
+            and r["bad_offset"] is not None} if numbered(ranges) else {})  # else no rn
     final = [OffsetRange(r.partition, r.start, cut.get(r.partition, r.end)) for r in ranges]
     if cut:
         again = [r for r in final if r.size > 0]
