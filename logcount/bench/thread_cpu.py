@@ -22,12 +22,11 @@ from collections.abc import Mapping
 
 from logcount.bench.data import synthetic_lines
 from logcount.bench.latency import RateProducer
-from logcount.bench.procs import descendants, parse_stat, processes, read_proc
+from logcount.bench.procs import cpu_seconds, descendants, parse_stat, processes, read_proc
 from logcount.bench.runner import Bench
 from logcount.connectors import kafka_io, stack
 from logcount.core.settings import BenchSettings
 
-_TICKS = os.sysconf("SC_CLK_TCK")
 # The first seconds of a child are its start (the JVM, the session, the first batch): the
 # producer begins only after it, so the warm-up is the caught-up stage's own.
 START_S = 20.0
@@ -64,8 +63,7 @@ def thread_seconds(root: int) -> dict[tuple[str, str, int], float]:
             if comm is None or stat is None:  # gone meanwhile
                 continue
             name, _ = parse_stat(stat)
-            fields = stat[stat.rindex(")") + 2:].split()
-            out[(comm.strip(), name, int(tid))] = (int(fields[11]) + int(fields[12])) / _TICKS
+            out[(comm.strip(), name, int(tid))] = cpu_seconds(f"{pid}/task/{tid}")
     return out
 
 
