@@ -19,6 +19,7 @@ from typing import NamedTuple
 from logcount.formats.rule import REASON_LATE, minute_label
 from logcount.formats.spark import cut_dims, dim_columns, line_frame
 from logcount.formats.spec import LineFormat
+from logcount.pipeline import plan_reuse
 from logcount.pipeline.offsets import OffsetRange
 from logcount.pipeline.totals import minute_index
 
@@ -228,8 +229,30 @@ def reader_options(bootstrap: str, topic: str, ranges: Sequence[OffsetRange],
 
 def read_ranges(spark, bootstrap: str, topic: str, ranges: Sequence[OffsetRange],
                 kafka_options: Mapping[str, str]):
-    return (spark.read.format("kafka")
-            .options(**reader_options(bootstrap, topic, ranges, kafka_options)).load())
+    return _read(spark, reader_options(bootstrap, topic, ranges, kafka_options))
+
+
+def _read(spark, options: Mapping[str, str]):
+    return spark.read.format("kafka").options(**options).load()
+
+
+def batch_plan(spark, bootstrap: str, topic: str, ranges: Sequence[OffsetRange],
+               fmt: LineFormat, kafka_options: Mapping[str, str],
+               malformed_per_partition: int | None, late_before: int | None,
+               tasks: int | None):
+    """The batch's frame over `ranges` (batch_frame's), read by `tasks` tasks (None: one per
+    range). Its analysed plan is built once per shape and reused with only the offsets replaced
+    (pipeline/plan_reuse.py)."""
+    options = reader_options(bootstrap, topic, ranges, kafka_options)
+
+    def build():
+        df = _read(spark, options)
+        if tasks is not None:
+            df = df.coalesce(tasks)
+        return batch_frame(df, fmt, malformed_per_partition, late_before)
+
+    shape = (fmt, malformed_per_partition, late_before, tasks)
+    return plan_reuse.frame(spark, shape, options, build)
 
 
 def compute_batch(spark, bootstrap: str, topic: str, ranges: Sequence[OffsetRange],
@@ -255,11 +278,9 @@ def compute_batch(spark, bootstrap: str, topic: str, ranges: Sequence[OffsetRang
         return any(r.size > per_part for r in rs)
 
     def aggregate(rs: Sequence[OffsetRange]) -> list:
-        df = read_ranges(spark, bootstrap, topic, rs, kafka_options or {})
         shape = batch_shape(rs, parallelism, single_task_max)
-        if shape.tasks is not None:
-            df = df.coalesce(shape.tasks)
-        frame = batch_frame(df, fmt, per_part if numbered(rs) else None, late_before)
+        frame = batch_plan(spark, bootstrap, topic, rs, fmt, kafka_options or {},
+                           per_part if numbered(rs) else None, late_before, shape.tasks)
         with projections(spark, interpreted=shape.interpreted):
             return frame.collect()
 

@@ -2,12 +2,12 @@
 ...]`.
 
 A producer writes 20,000 lines/s (logcount/bench/latency.py RateProducer) into a fresh 4-partition
-topic;
-one Spark session, set up as the stage's, runs the stage's batch back to back on what has
+topic; one Spark session, set up as the stage's, runs the stage's batch back to back on what has
 arrived, and times each phase of the cycle: planning the ranges (the driver's ListOffsets), the
-read (`spark.read...load()`), the plan's columns and frames, optimising, physical planning, and
-the collect (code generation, the offset reader, the job, the rows to Python); a 15 ms sleep
-stands for the transaction. The first 30 cycles (JIT warm-up) are left out of the report.
+batch's frame (`job.batch_plan`: built, or its kept plan reused; `--fresh-plans` builds each
+anew), optimising, physical planning, and the collect (code generation, the offset reader, the
+job, the rows to Python); a 15 ms sleep stands for the transaction. The first 30 cycles (JIT
+warm-up) are left out of the report.
 Medians and p90 in ms, as one JSON line. `--conf` sets session SQL settings to try one;
 `--jfr FILE` writes a Java Flight Recording of the warm cycles (JFR's "profile" settings),
 `--cprofile FILE` the Python side's profile of the warm cycles (pstats); `--group-by key` runs the
@@ -35,7 +35,7 @@ from logcount.bench.latency import RateProducer
 from logcount.bench.procs import cpu_seconds
 from logcount.connectors import kafka_io, stack
 from logcount.formats.spec import LineFormat
-from logcount.pipeline import job
+from logcount.pipeline import job, plan_reuse
 from logcount.pipeline.cds import spark_java_options
 from logcount.pipeline.offsets import plan_ranges
 from logcount.pipeline.spark import spark_session
@@ -56,7 +56,11 @@ def main() -> int:
     ap.add_argument("--group-by", default=None,
                     help="the stage's --group-by; with `key` the lines carry the live-series "
                          "bench's 10,000 keys in turn (logcount/bench/grouping.py)")
+    ap.add_argument("--fresh-plans", action="store_true",
+                    help="build every batch's plan anew (the stage reuses one per shape: "
+                         "pipeline/plan_reuse.py)")
     args = ap.parse_args()
+    plan_reuse.enabled = not args.fresh_plans
     fmt = LineFormat.from_flags(group_by=args.group_by)
     keys = ([b"svc-%05d" % i for i in range(LIVE_SERIES)]
             if any(d.kind == "key" for d in fmt.group_by) else None)
@@ -93,13 +97,10 @@ def main() -> int:
         stable = kafka_io.list_offsets(adm, topic, parts, OffsetSpec.latest())
         ranges = plan_ranges(starts, stable, 2_000_000 if i else 2_000)
         t.append(time.monotonic())
-        df = job.read_ranges(spark, stack.BOOTSTRAP, topic, ranges, options)
         shape = job.batch_shape(ranges, spark.sparkContext.defaultParallelism)
         tasks = shape.tasks if args.tasks is None else args.tasks
-        if tasks is not None:
-            df = df.coalesce(tasks)
-        t.append(time.monotonic())
-        frame = job.batch_frame(df, fmt, None, None)
+        frame = job.batch_plan(spark, stack.BOOTSTRAP, topic, ranges, fmt, options, None, None,
+                               tasks)
         t.append(time.monotonic())
         qe = frame._jdf.queryExecution()
         qe.optimizedPlan()
@@ -115,7 +116,7 @@ def main() -> int:
         py1 = time.thread_time()
         time.sleep(TRANSACTION_S)
         starts.update({r.partition: r.end for r in ranges})
-        names = ("ranges", "read", "frame", "optimise", "physical", "collect", "result")
+        names = ("ranges", "frame", "optimise", "physical", "collect", "result")
         phases = {n: b - a for n, a, b in zip(names, t[:-1], t[1:], strict=True)}
         phases["cycle"] = t[-1] - t[0] + TRANSACTION_S
         phases["records"] = sum(r.size for r in ranges)

@@ -494,3 +494,102 @@ def test_a_batch_counts_continuation_lines_apart_only_when_skipped(spark):
     assert run("skip") == (both, [5], 6, 9)
     late = minute_index("2017-07-30 14:10")
     assert run("skip", late) == ({"2017-07-30 14:10:00": 1}, [0, 5], 6, 9)
+
+
+def _thirds(ranges: list[OffsetRange]) -> list[list[OffsetRange]]:
+    """Consecutive batches over `ranges`: each partition in three slices, then a batch that
+    reads only two of the partitions (another `assign`)."""
+    cuts = [[OffsetRange(r.partition, r.start + r.size * k // 3, r.start + r.size * (k + 1) // 3)
+             for r in ranges] for k in range(3)]
+    return [*cuts, [r for r in ranges if r.partition in (0, 2)]]
+
+
+def test_a_kept_plan_reads_each_batch_s_own_ranges(spark, endpoints, names, monkeypatch):
+    """The stage keeps a batch's analysed plan per shape and only replaces its Kafka offsets
+    (pipeline/plan_reuse.py): batch after batch over other ranges and partitions, numbered or
+    not, grouped or not, it must give exactly what a plan built anew gives, and the slices'
+    counts must add up to the input's."""
+    from logcount.pipeline import plan_reuse
+
+    inp = build_input(endpoints.bootstrap, names.topic("in"), names.txn_id + "-in")
+    ranges = [OffsetRange(p, 0, end) for p, end in sorted(end_offsets(
+        endpoints.bootstrap, inp.topic).items())]
+    options = {"group.id": f"{names.group}-spark"}
+    replays = []
+    replayed = plan_reuse._replayed
+    monkeypatch.setattr(plan_reuse, "_replayed",
+                        lambda *a: replays.append(1) or replayed(*a))
+
+    def batch(rs, fmt, max_malformed, reuse):
+        monkeypatch.setattr(plan_reuse, "enabled", reuse)
+        r = compute_batch(spark, endpoints.bootstrap, inp.topic, rs, fmt, options, max_malformed)
+        return r.counts, r.series, r.malformed, r.ranges, r.records
+
+    total = sum(r.size for r in ranges)
+    for fmt in (LineFormat(), LineFormat.from_flags(group_by="level", level="ERROR,INFO")):
+        for max_malformed in (4 * total, 40):  # not numbered; numbered, and cut
+            summed: dict[int, int] = {}
+            for rs in _thirds(ranges) * 2:  # twice: the second round's first batch reuses too
+                kept = batch(rs, fmt, max_malformed, True)
+                assert kept == batch(rs, fmt, max_malformed, False)
+                assert kept[4] > 0  # records read (aborted ones and markers are not)
+                if max_malformed > total and len(rs) == 4:
+                    for minute, n in kept[0].items():
+                        summed[minute] = summed.get(minute, 0) + n
+            if max_malformed > total and not fmt.group_by:
+                assert summed == {minute_index(m): 2 * n for m, n in inp.expected.items()}
+    assert len(replays) > 20, "the kept plans were not reused"
+
+
+def test_a_kept_plan_keeps_to_its_source_kind_and_source(spark, endpoints, names, monkeypatch,
+                                                        caplog):
+    """A plan is kept per Kafka source kind: with kafka read through V1 again, a batch is not
+    the kept V2 plan. A plan with no Kafka relation is built anew every time, and a kept plan
+    this Spark cannot replay is built anew from then on, said once."""
+    from py4j.protocol import Py4JError
+
+    from logcount.pipeline import plan_reuse
+    from logcount.pipeline.job import batch_plan
+    from logcount.pipeline.spark import V1_SOURCES_DEFAULT, V1_SOURCES_KEY
+
+    topic = names.topic("in")
+    build_input(endpoints.bootstrap, topic, names.txn_id + "-in", n_plain=40, n_txn=12)
+    ranges = [OffsetRange(p, 0, end) for p, end in sorted(end_offsets(
+        endpoints.bootstrap, topic).items())]
+    options = {"group.id": f"{names.group}-spark"}
+
+    def plan() -> str:
+        frame = batch_plan(spark, endpoints.bootstrap, topic, ranges, LineFormat(), options,
+                           None, None, 1)
+        return frame._jdf.queryExecution().executedPlan().toString()
+
+    assert "BatchScan" in plan() and "BatchScan" in plan()
+    ours = spark.conf.get(V1_SOURCES_KEY)
+    spark.conf.set(V1_SOURCES_KEY, V1_SOURCES_DEFAULT)
+    try:
+        assert "BatchScan" not in plan() and "BatchScan" not in plan()
+    finally:
+        spark.conf.set(V1_SOURCES_KEY, ours)
+
+    local = spark.createDataFrame([(0, 0, b"x")], "partition int, offset long, value binary")
+    built = []
+    for _ in range(3):
+        plan_reuse.frame(spark, ("local",), {"startingOffsets": "x"},
+                         lambda: built.append(1) or batch_frame(local, LineFormat(), None))
+    assert len(built) == 3
+
+    def broken(*_):
+        raise Py4JError("An error occurred while calling o1.transformDown")
+
+    monkeypatch.setattr(plan_reuse, "_replayed", broken)
+    shape = ("broken", names.topic("x"))
+    n = read_ranges(spark, endpoints.bootstrap, topic, ranges, options).count()
+    fresh = []
+    for _ in range(3):
+        frame = plan_reuse.frame(
+            spark, shape, {**dict.fromkeys(plan_reuse.OFFSET_OPTIONS, "?"), "topic": topic},
+            lambda: fresh.append(1) or read_ranges(spark, endpoints.bootstrap, topic, ranges,
+                                                   options))
+        assert frame.count() == n > 0
+    assert len(fresh) == 3
+    assert sum("built anew from here on" in r.getMessage() for r in caplog.records) == 1
