@@ -40,12 +40,13 @@ SINGLE_TASK_MAX_RECORDS = 50_000
 # projection each; two per core keeps every core busy when ranges differ in size.
 # Figures: docs/tuning.md#tasks-per-core
 TASKS_PER_CORE = 2
-# A small batch over more ranges than SMALL_BATCH_MAX_SINGLE_RANGES is read by one task per core,
-# not one serial task; ranges of at most INTERPRETED_MAX_RECORDS_PER_RANGE records on average get
-# interpreted projections (NO_CODEGEN): a generated one costs ~1 ms a range; interpreted rows cost
-# more. Figures: docs/tuning.md#interpreted-projections
+# A small batch over more ranges than SMALL_BATCH_MAX_SINGLE_RANGES is read by one task per core;
+# INTERPRETED_MAX_RECORDS_PER_RANGE on average, or INTERPRETED_MAX_RECORDS in all, and the batch
+# runs interpreted (NO_CODEGEN): generating costs per range and job, an interpreted row more.
+# Figures: docs/tuning.md#interpreted-projections
 SMALL_BATCH_MAX_SINGLE_RANGES = 16
 INTERPRETED_MAX_RECORDS_PER_RANGE = 128
+INTERPRETED_MAX_RECORDS = 2_500
 CODEGEN_FACTORY_MODE = "spark.sql.codegen.factoryMode"
 
 
@@ -78,7 +79,8 @@ def batch_shape(ranges: Sequence[OffsetRange], parallelism: int,
     A small batch is one task, or one per core when it spans many ranges; a larger one at most
     TASKS_PER_CORE per core (None when Spark's one task per range is already no more)."""
     records = sum(r.size for r in ranges)
-    interpreted = bool(ranges) and records <= INTERPRETED_MAX_RECORDS_PER_RANGE * len(ranges)
+    interpreted = bool(ranges) and records <= max(
+        INTERPRETED_MAX_RECORDS, INTERPRETED_MAX_RECORDS_PER_RANGE * len(ranges))
     cores = max(1, parallelism)
     if records <= single_task_max:
         many = len(ranges) > SMALL_BATCH_MAX_SINGLE_RANGES and cores > 1

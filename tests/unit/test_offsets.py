@@ -1,6 +1,7 @@
 import pytest
 
 from logcount.pipeline.job import (
+    INTERPRETED_MAX_RECORDS,
     INTERPRETED_MAX_RECORDS_PER_RANGE,
     TASKS_PER_CORE,
     BatchShape,
@@ -99,6 +100,19 @@ def test_a_small_batch_over_many_ranges_takes_a_task_per_core_and_interpreted_pr
     above = [*at_bound[:-1], OffsetRange(63, 0, INTERPRETED_MAX_RECORDS_PER_RANGE + 1)]
     assert not batch_shape(above, parallelism=2).interpreted, "judged on the batch's average"
     assert batch_shape([], parallelism=2) == BatchShape(1, False)
+
+
+def test_a_small_batch_over_a_few_ranges_runs_interpreted_up_to_its_bound():
+    """A caught-up batch of a few thousand records pays more for generating its code than its
+    rows save: up to INTERPRETED_MAX_RECORDS in all it runs interpreted, above it generated."""
+    per = INTERPRETED_MAX_RECORDS // 4
+    paced_2k = [OffsetRange(p, 0, per) for p in range(4)]  # 2,000 lines/s, one batch a second
+    assert batch_shape(paced_2k, parallelism=2) == BatchShape(1, True)
+    above = [*paced_2k[:-1], OffsetRange(3, 0, per + INTERPRETED_MAX_RECORDS % 4 + 1)]
+    assert sum(r.size for r in above) == INTERPRETED_MAX_RECORDS + 1
+    assert batch_shape(above, parallelism=2) == BatchShape(1, False)
+    one = [OffsetRange(0, 0, INTERPRETED_MAX_RECORDS)]
+    assert batch_shape(one, parallelism=2).interpreted
 
 
 def test_pacing_waits_out_the_rest_of_the_interval_and_never_less_than_nothing():
