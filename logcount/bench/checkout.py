@@ -1,7 +1,8 @@
 """Another checkout's code, for an A/B run's B side: `python -m logcount.bench.checkout BASE` prints
-the environment (`KEY=VALUE` lines) under which `python -P ...` runs BASE's code, e.g.
+the environment (`KEY=VALUE` lines) under which `python ...` runs BASE's code, in its own
+process and every Python process it starts, e.g.
 
-    env $(python -m logcount.bench.checkout ../base) python -P -m logcount.bench.plans OUT
+    env $(python -m logcount.bench.checkout ../base) python -m logcount.bench.plans OUT
 
 An editable install maps `logcount.pipeline` and `logcount.connectors` onto this checkout's
 top-level pipeline/ and connectors/ (pyproject.toml, package-dir): with only BASE on PYTHONPATH,
@@ -44,8 +45,12 @@ def import_root(base: str | Path, under: str | Path | None = None) -> Path:
 
 
 def ab_env(base: str | Path, under: str | Path | None = None) -> dict[str, str]:
-    """The environment of a `python -P` child that runs BASE's code (module docstring)."""
-    return {"PYTHONPATH": str(import_root(base, under)), "LOGCOUNT_HOME": str(home())}
+    """The environment of a child that runs BASE's code (module docstring). PYTHONSAFEPATH is
+    `-P` for it and every process it starts: the bench starts the stage as `python -m
+    logcount.cli` from its own directory, and a checkout's directory first on sys.path gave
+    that stage this checkout's code."""
+    return {"PYTHONPATH": str(import_root(base, under)), "LOGCOUNT_HOME": str(home()),
+            "PYTHONSAFEPATH": "1"}
 
 
 if __name__ == "__main__":

@@ -32,6 +32,12 @@ def test_the_b_side_imports_the_base_pipeline_and_connectors_not_this_checkout(t
                          text=True, check=True, cwd=tmp_path)
     assert out.stdout.split() == ["base", "base", "base"]
     assert env["LOGCOUNT_HOME"] == str(home())  # the jars and the stack stay this checkout's
+    # A child the bench starts as `python -m` from this checkout's directory (the stage) runs
+    # the base's code too: sys.path's first entry is not the working directory.
+    here = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True, cwd=here)
+    assert out.stdout.split() == ["base", "base", "base"]
     # What the bench did before: the base on PYTHONPATH alone. pipeline was this checkout's.
     plain = {**os.environ, "PYTHONPATH": str(base)}
     out = subprocess.run([sys.executable, "-P", "-c", "import logcount.pipeline.job as j; "
