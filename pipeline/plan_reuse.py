@@ -79,8 +79,8 @@ def frame(spark, shape: Hashable, options: Mapping[str, str], build: Callable[[]
         try:
             return _replayed(spark, kept, options)
         except Py4JError as exc:  # this Spark's plan classes differ: build as before, say so once
-            log.warning("batch plans are built anew from here on (kept plan not reusable: %s)",
-                        str(exc).splitlines()[0][:200])
+            log.warning("this shape's batch plans are built anew from here on (its kept plan "
+                        "is not reusable: %s)", str(exc).splitlines()[0][:200])
             _kept[key] = None
             return build()
     built = build()
