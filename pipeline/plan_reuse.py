@@ -1,7 +1,7 @@
 """A batch's analysed Spark plan, kept and run again with only its Kafka offsets replaced.
 
 Building a batch's DataFrame makes Spark analyse every step of it, eagerly, through py4j: about a
-fifth of a caught-up batch's cost, the same for every batch of a run. What changes from one batch
+quarter of a caught-up batch's cost, the same for every batch of a run. What changes from one batch
 to the next is only spark-sql-kafka's three offset options (which partitions, from where, to
 where). So the first batch of each plan shape keeps its analysed plan; a later one copies the
 plan's Kafka relation with its own offsets, swaps it in (Spark's own `transformDown`, the rest of
