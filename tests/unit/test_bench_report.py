@@ -93,6 +93,15 @@ def test_each_goal_fails_just_past_its_edge(change, goal):
     assert len(missed) == 1 and goal in missed[0]
 
 
+def test_a_cpu_ratio_below_one_that_rounds_to_one_is_still_below():
+    goals = _results(sss_cpu=(10.04, 40.0))["goals"]
+    g = next(g for g in goals if "CPU per line at 20,000 lines/s < spark" in g["goal"])
+    assert g["value"] == 1.0 and g["met"]
+    g = next(g for g in _results(sss_cpu=(10.0, 40.0))["goals"]
+             if "CPU per line at 20,000 lines/s < spark" in g["goal"])
+    assert g["value"] == 1.0 and not g["met"], "as cheap is not ahead"
+
+
 def test_latency_is_judged_on_the_best_trigger():
     g = next(g for g in _results(p99=(450.0, 280.0))["goals"] if "p99" in g["goal"])
     assert g["met"] and g["value"] == 280.0 and "trigger 1 s" in g["goal"]
