@@ -378,6 +378,20 @@ def latency_rows(r: dict) -> list[tuple[str, dict]]:
             for x in runs]
 
 
+# The latency panel's contenders, short enough that ten runs' labels do not overlap.
+_SHORT = {"logcount_eos": "logcount", PEER: "Kafka\nStreams", SSS: "Struct.\nStreaming"}
+
+
+def tick_label(name: str, run: dict) -> str:
+    """A latency row's x label (pure): the contender's short name, each of its settings and its
+    rate in thousand lines/s, one short item a line."""
+    contender, *settings = name.split(", ")
+    parts = [_SHORT.get(contender, contender), *(x.replace("trigger ", "t ") for x in settings)]
+    if "target_rate" in run:
+        parts.append(f"{run['target_rate'] / 1000:g}k/s")
+    return "\n".join(parts)
+
+
 def partitions_markdown(table: dict[str, dict]) -> list[str]:
     """The partitions axis (partitions_table) as markdown table lines."""
     return ["| input partitions (logcount_eos, same run) | lines/s (steady state) | "
@@ -486,9 +500,7 @@ def plot(r: dict, path: Path) -> None:
             c.text(x, run["p99"], f"{run['cpu_s_per_m_lines']:g} CPU-s/M\n"
                    f"{run['peak_rss_mb']:,.0f} MB", ha="center", va="bottom", fontsize=6)
     c.axhline(P99_GOAL_MS, color="#c33", ls="--", lw=1, label=f"p99 goal {P99_GOAL_MS} ms")
-    c.set_xticks(list(xs), [name.replace(", trigger ", "\nt ") + f"\n{x['target_rate']:,}/s"
-                            if "target_rate" in x else name.replace(", trigger ", "\nt ")
-                            for name, x in rows], fontsize=6)
+    c.set_xticks(list(xs), [tick_label(name, x) for name, x in rows], fontsize=6)
     c.set_ylim(top=max((x["p99"] for _, x in rows), default=P99_GOAL_MS) * 1.25)
     c.set_ylabel("ms, produced -> seen with read_committed")
     c.set_title("End-to-end latency, exactly-once (CPU per million lines, peak RSS)",

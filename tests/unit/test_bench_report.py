@@ -351,3 +351,13 @@ def test_repeated_throughput_runs_combine_into_their_median_and_the_slowest_comm
         "two failed runs of three: no figure to hide behind"
     table = report.partitions_table({"logcount_eos": row}, {"4": {"p99": 250.0}})
     assert table["4"]["steady_lines_per_s"] == 685_000
+
+
+def test_latency_tick_labels_are_short_one_item_a_line():
+    run = {"target_rate": 20000}
+    assert report.tick_label("logcount_eos, trigger 1 s, paced 1 s", run) == \
+        "logcount\nt 1 s\npaced 1 s\n20k/s"
+    assert report.tick_label("kafka_streams_eos", {"target_rate": 2500}) == \
+        "Kafka\nStreams\n2.5k/s"
+    assert report.tick_label("spark_structured_streaming, trigger 1 s", {}) == \
+        "Struct.\nStreaming\nt 1 s"
