@@ -274,7 +274,7 @@ def _sss_goals(runs: list[dict]) -> list[dict]:
         at = "?" if rate is None else f"{rate:,}"
         # Judged on the figures, shown rounded: 0.996 x shows as 1.0 and is still below.
         out += [_goal(f"CPU per line at {at} lines/s < {SSS}'s ({how})", cpu,
-                      a is not None and b is not None and cpu is not None and a < b),
+                      bool(a and b and a < b)),
                 _goal(f"p99 latency at {at} lines/s < {SSS}'s ({_n(sss_p99)} ms; {how})", p99,
                       p99 is not None and sss_p99 is not None and p99 < sss_p99)]
     return out
