@@ -49,10 +49,9 @@ from logcount.core.metrics import Health, StageMetrics, serve
 from logcount.core.progress import Progress
 from logcount.core.records import (
     DeadLetter,
-    MinuteTotal,
     SeriesEncoder,
+    TotalEncoder,
     encode_dead_letter,
-    encode_total,
 )
 from logcount.core.recovery import Recovery
 from logcount.core.settings import RunSettings
@@ -141,11 +140,6 @@ class StopFlag:
 def _best_effort(fn) -> None:
     with contextlib.suppress(Exception):
         fn()
-
-
-def output_record(topic: str, minute: str, total: int, level: str,
-                  dims: tuple[tuple[str, str], ...] = ()) -> OutRecord:
-    return OutRecord(topic, *encode_total(MinuteTotal(minute, total, level, dims)))
 
 
 def dlq_record(topic: str, source_topic: str, ref: MalformedRef) -> OutRecord:
@@ -262,6 +256,7 @@ class Stage:
         self.batches = 0
         self.overflow_warned_at: float | None = None  # the overflow WARN: once an hour
         self.encoder: SeriesEncoder | None = None  # grouped output records (batch_records)
+        self.totals_encoder = TotalEncoder(self.fmt.level_label)  # ungrouped ones
         self.backlogged = False  # the last plan left more than one batch's records (plan())
         self.backoff = Backoff(RETRY_FIRST_S, RETRY_MAX_S, give_up_s=GIVE_UP_AFTER_S,
                                clock=self.clock)
@@ -558,19 +553,15 @@ class Stage:
         s = self.s
         names = tuple(d.name for d in self.fmt.group_by)
         tuples = self.state.series.tuples if self.state.series is not None else {}
-        texts: dict[int, str] = {}
-        records = []
         enc = self.encoder
         if names and (enc is None or enc.names != names):
             enc = self.encoder = SeriesEncoder(self.fmt.level_label, names)
         if enc is not None:  # a grouped batch: up to one record per (series, minute)
-            records = [OutRecord(s.output_topic, k, v)
-                       for k, v in enc.encode_all(change.outputs(tuples), minute_text)]
+            encoded = enc.encode_all(change.outputs(tuples), minute_text)
         else:
-            for m, _, n in change.outputs(tuples):
-                if m not in texts:
-                    texts[m] = minute_text(m)
-                records.append(output_record(s.output_topic, texts[m], n, self.fmt.level_label))
+            encoded = self.totals_encoder.encode_all(
+                ((m, n) for m, _, n in change.outputs(tuples)), minute_text)
+        records = [OutRecord(s.output_topic, k, v) for k, v in encoded]
         records += [dlq_record(s.dlq_topic, s.input_topic, ref) for ref in result.malformed]
         records += [OutRecord(self.state_topic, k, v) for k, v in change.state_records]
         return records

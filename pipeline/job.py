@@ -299,6 +299,12 @@ def compute_batch(spark, bootstrap: str, topic: str, ranges: Sequence[OffsetRang
     return batch_result(rows, final, len(fmt.group_by))
 
 
+# A fast-path minute's text -> its index, kept between batches (a caught-up batch's rows touch
+# the minutes of the last ones again) up to this many, then cleared.
+_MINUTES_HELD = 4096
+_MINUTE_OF: dict[bytes, int] = {}
+
+
 def batch_result(rows: Sequence[Mapping], ranges: Sequence[OffsetRange],
                  width: int = 0) -> BatchResult:
     """The collected aggregate rows of batch_frame -> BatchResult (pure); `width`: how many
@@ -307,7 +313,7 @@ def batch_result(rows: Sequence[Mapping], ranges: Sequence[OffsetRange],
     names = ("n", "cont", "bad_offset", "p", "reason", "raw", "len", "minute", "mi",
              *dim_columns(width))
     malformed = []
-    texts: dict[bytes, int] = {}  # a batch's rows share a few minutes
+    texts = _MINUTE_OF
     for n, cont, bad, p, reason, raw, length, fast, mi, *dims in _columns(rows, names):
         result.records += n
         if cont:
@@ -319,9 +325,11 @@ def batch_result(rows: Sequence[Mapping], ranges: Sequence[OffsetRange],
                 minute = mi
             else:
                 fast = bytes(fast)
-                if fast not in texts:
-                    texts[fast] = minute_index(fast.decode("ascii"))
-                minute = texts[fast]
+                minute = texts.get(fast)
+                if minute is None:
+                    if len(texts) >= _MINUTES_HELD:
+                        texts.clear()
+                    minute = texts[fast] = minute_index(fast.decode("ascii"))
             result.counts[minute] = result.counts.get(minute, 0) + n
             if width:
                 cells = result.series.setdefault(tuple(dims), {})

@@ -2,10 +2,13 @@
 collected aggregate rows to BatchResult, the state change, the batch's records and the advance,
 at 10,000 live series with ~990 (series, minute) cells a batch, as in `bench --grouping`'s
 latency run; with `filebeat`, one backlog batch of its Filebeat part instead (100 series, a
-day of minutes, ~70,000 cells). No broker, no Spark (the rows are built as collect() builds them).
+day of minutes, ~70,000 cells); with `ungrouped`, `logcount bench`'s latency run at the default
+cadence (20,000 lines a batch of a day's replay: ~1,250 minutes). No broker, no Spark (the rows
+are built as collect() builds them).
 
     python -m logcount.bench.driver_cells [BATCHES]
     python -m logcount.bench.driver_cells filebeat [BATCHES]
+    python -m logcount.bench.driver_cells ungrouped [BATCHES]
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 
 from pyspark.sql.types import _create_row
 
+from logcount.core.records import TotalEncoder
 from logcount.formats.rule import minute_label
 from logcount.formats.spec import LineFormat
 from logcount.pipeline.driver import Stage
@@ -39,6 +43,7 @@ def _stage(state: StageState, fmt: LineFormat) -> Stage:
     settings: Any = SimpleNamespace(output_topic="out", dlq_topic="dlq", input_topic="in")
     stage.s = settings
     stage.state, stage.state_topic, stage.encoder = state, "state", None
+    stage.totals_encoder = TotalEncoder(fmt.level_label)
     stage.fmt = fmt
     return stage
 
@@ -109,8 +114,37 @@ def measure_backlog(batches: int = 5) -> dict[str, float]:
     return out
 
 
+PLAIN_FIELDS = ["p", "minute", "mi", "bad_offset", "reason", "raw", "len", "n", "rn"]
+REPLAY_MINUTES = 1_250  # distinct ERROR minutes in 20,000 lines of data.generate's day
+
+
+def measure_ungrouped(batches: int = 120, warm: int = 20) -> dict[str, float]:
+    """The same steps for ungrouped batches of REPLAY_MINUTES of a day's minutes each."""
+    ident = Identity("in", "x", "out", "y", "ERROR", ())
+    state = StageState(ident, {0: 0}, Totals())
+    stage = _stage(state, LineFormat.from_flags())
+    day = [minute_label(minute_index("2017-07-30 00:00") + m)[:16].encode() for m in range(1440)]
+    rng = random.Random(1)
+    spent: dict[str, list[float]] = {"rows": [], "change": [], "records": [], "advance": []}
+    for b in range(batches):
+        rows: list[Any] = [_create_row(PLAIN_FIELDS, [None, bytearray(m), *[None] * 5,
+                                                      rng.randrange(1, 6), None])
+                           for m in rng.sample(day, REPLAY_MINUTES)]
+        rows.append(_create_row(PLAIN_FIELDS, [None] * 7 + [16_900, None]))  # other levels
+        ms = _steps(state, stage, rows, OffsetRange(0, b * 20_000, (b + 1) * 20_000), 0,
+                    minute_index("2017-07-31 00:00"))
+        if b >= warm:
+            for k, dt in zip(spent, ms, strict=True):
+                spent[k].append(dt)
+    out = {f"{k}_ms": round(statistics.median(v), 2) for k, v in spent.items()}
+    out["total_ms"] = round(sum(out.values()), 2)
+    return out
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["filebeat"]:
         print(measure_backlog(*[int(a) for a in sys.argv[2:]]))
+    elif sys.argv[1:2] == ["ungrouped"]:
+        print(measure_ungrouped(*[int(a) for a in sys.argv[2:]]))
     else:
         print(measure(*[int(a) for a in sys.argv[1:]]))

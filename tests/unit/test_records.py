@@ -9,6 +9,7 @@ from logcount.core.records import (
     DeadLetter,
     MinuteTotal,
     SeriesEncoder,
+    TotalEncoder,
     decode_dead_letter,
     decode_total,
     encode_dead_letter,
@@ -95,3 +96,33 @@ def test_the_series_encoder_encodes_a_batch_in_runs_of_minutes_with_the_same_byt
                                             (("host", v[0]), ("ns", v[1]))))
                    for m, v, n in totals]
     assert len(enc.minutes) == 2 and len(enc.series) == len(VALUES)
+
+
+@pytest.mark.parametrize("level", ["ERROR", "ERROR,WARN", "*", 'q"uote', "café", "€\u2028😀", "\\"])
+def test_the_total_encoder_writes_encode_totals_bytes(level):
+    enc = TotalEncoder(level)
+    totals = [(m, n) for m in (3, 3, 7, 0, 3) for n in (0, 1, 27, 10**15, 2**63 - 1)]
+    text = {0: "0001-01-01 00:00:00", 3: "2017-07-30 14:09:00", 7: "9999-12-31 23:59:00"}
+    for _ in range(2):  # and again from its cache
+        assert enc.encode_all(totals, text.__getitem__) == [
+            encode_total(MinuteTotal(text[m], n, level)) for m, n in totals]
+    assert len(enc.minutes) == 3
+
+
+def test_the_total_encoder_reads_each_minute_s_text_once_and_holds_a_bounded_number(monkeypatch):
+    import logcount.core.records as records
+    monkeypatch.setattr(records, "_MINUTES_HELD", 4)
+    asked = []
+    enc = TotalEncoder("ERROR")
+
+    def text(m):
+        asked.append(m)
+        return f"2017-07-30 14:0{m}:00"
+
+    enc.encode_all([(1, 5), (2, 5), (1, 6)], text)
+    enc.encode_all([(2, 7), (1, 8)], text)
+    assert asked == [1, 2]
+    enc.encode_all([(m, 1) for m in range(3, 9)], text)
+    assert len(enc.minutes) <= 4
+    assert enc.encode_all([(1, 9)], text) == [
+        encode_total(MinuteTotal("2017-07-30 14:01:00", 9, "ERROR"))]

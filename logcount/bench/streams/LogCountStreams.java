@@ -11,7 +11,7 @@
  * "YYYY-MM-DD HH:MM:SS LEVEL" followed by a space or the end (a trailing \r dropped), the time
  * is a real calendar time, and LEVEL is exactly ERROR. Key = "YYYY-MM-DD HH:MM:00", value =
  * {"log_time": key, "log_count": N, "level": "ERROR"}, as logcount writes it
- * (pipeline/driver.py output_record).
+ * (logcount/core/records.py encode_total).
  *
  * Progress, for bench/phases.py: the main thread asks the broker every POLL_MS for the
  * application's committed offsets, and prints `progress R` when R input records have their
