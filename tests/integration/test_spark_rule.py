@@ -178,6 +178,38 @@ def test_the_spark_plan_and_the_pure_twin_agree_on_every_record(spark, name, int
     assert (continued > 100) == (fmt.continuation == "skip"), "and continuation lines"
 
 
+def _whole_stage(frame) -> bool:
+    """Whether the frame's physical plan has whole-stage generated code ("*(1) Project ...")."""
+    return "*(" in frame._jdf.queryExecution().executedPlan().toString()
+
+
+def test_an_interpreted_batch_generates_no_code_and_leaves_the_session_as_it_was(spark):
+    """A small batch (pipeline/job.py projections) runs with neither generated projections nor
+    whole-stage code (Spark collapses no stage under NO_CODEGEN); the setting is unset again
+    after it, and a value set on purpose (spark-submit --conf) wins and stays."""
+    key = "spark.sql.codegen.factoryMode"
+
+    def frame():
+        return spark.range(0, 100).groupBy((F.col("id") % 7).alias("k")).count()
+
+    assert _whole_stage(frame())
+    with projections(spark, True):
+        assert spark.conf.get(key) == "NO_CODEGEN"
+        small = frame()
+        assert not _whole_stage(small)
+        assert sorted(r["count"] for r in small.collect()) == [14, 14, 14, 14, 14, 15, 15]
+    assert spark.conf.get(key, None) is None and _whole_stage(frame())
+    with projections(spark, False):
+        assert _whole_stage(frame())
+    spark.conf.set(key, "CODEGEN_ONLY")
+    try:
+        with projections(spark, True):
+            assert spark.conf.get(key) == "CODEGEN_ONLY" and _whole_stage(frame())
+        assert spark.conf.get(key, None) == "CODEGEN_ONLY"
+    finally:
+        spark.conf.unset(key)
+
+
 @pytest.mark.parametrize("name", list(GROUPED))
 def test_the_plan_and_the_twin_agree_on_every_dimension_value(spark, name):
     """--group-by values (JSON fields, regex groups, the level, the record key) and --level '*'
