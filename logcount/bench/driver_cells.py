@@ -63,6 +63,21 @@ def _steps(state: StageState, stage: Stage, rows: list[Any], span: OffsetRange, 
     return (t1 - t0) * 1000, (t2 - t1) * 1000, (t3 - t2) * 1000, (t4 - t3) * 1000
 
 
+def _spent() -> dict[str, list[float]]:
+    return {"rows": [], "change": [], "records": [], "advance": []}
+
+
+def _keep(spent: dict[str, list[float]], ms: tuple[float, ...]) -> None:
+    for k, dt in zip(spent, ms, strict=True):
+        spent[k].append(dt)
+
+
+def _medians(spent: dict[str, list[float]], digits: int) -> dict[str, float]:
+    out = {f"{k}_ms": round(statistics.median(v), digits) for k, v in spent.items()}
+    out["total_ms"] = round(sum(out.values()), digits)
+    return out
+
+
 def measure(batches: int = 300, warm: int = 50) -> dict[str, float]:
     m0 = minute_index("2031-01-01 00:00")
     ident = Identity("in", "x", "out", "y", "ERROR",
@@ -70,7 +85,7 @@ def measure(batches: int = 300, warm: int = 50) -> dict[str, float]:
     state = StageState(ident, {0: 0}, Totals(), series=SeriesTotals(("key",), SERIES))
     stage = _stage(state, LineFormat.from_flags(group_by="key"))
     rng = random.Random(1)
-    spent: dict[str, list[float]] = {"rows": [], "change": [], "records": [], "advance": []}
+    spent = _spent()
     for b in range(batches):
         minute = minute_label(m0 + b // 24)[:16].encode()  # 24 batches a minute (0.5 s trigger)
         keys = rng.sample(range(SERIES), CELLS)
@@ -79,11 +94,8 @@ def measure(batches: int = 300, warm: int = 50) -> dict[str, float]:
         rows.append(_create_row(FIELDS, [None] * 8 + [4000, None]))  # lines of other levels
         ms = _steps(state, stage, rows, OffsetRange(0, b * 5000, b * 5000 + 5000), 1, m0 + 100)
         if b >= warm:
-            for k, dt in zip(spent, ms, strict=True):
-                spent[k].append(dt)
-    out = {f"{k}_ms": round(statistics.median(v), 2) for k, v in spent.items()}
-    out["total_ms"] = round(sum(out.values()), 2)
-    return out
+            _keep(spent, ms)
+    return _medians(spent, 2)
 
 
 FLEET = [(f"node-{h:02d}", f"ns-{n}") for h in range(20) for n in range(5)]
@@ -100,16 +112,14 @@ def measure_backlog(batches: int = 5) -> dict[str, float]:
                        series=SeriesTotals(("name", "namespace"), SERIES))
     stage = _stage(state, LineFormat.from_flags(json_line_field="message", group_by=dims))
     rng = random.Random(1)
-    spent: dict[str, list[float]] = {"rows": [], "change": [], "records": [], "advance": []}
+    spent = _spent()
     for b in range(batches):
         rows: list[Any] = [_create_row(FLEET_FIELDS, [None, None, m0 + m, *[None] * 4, *s,
                                                       rng.randrange(1, 20), None])
                            for m in range(1440) for s in rng.sample(FLEET, 49)]
         ms = _steps(state, stage, rows, OffsetRange(0, b * 10**6, (b + 1) * 10**6), 2, m0 + 2000)
-        for k, dt in zip(spent, ms, strict=True):
-            spent[k].append(dt)
-    out = {f"{k}_ms": round(statistics.median(v), 1) for k, v in spent.items()}
-    out["total_ms"] = round(sum(out.values()), 1)
+        _keep(spent, ms)
+    out = _medians(spent, 1)
     out["cells"] = len(rows)
     return out
 
@@ -125,7 +135,7 @@ def measure_ungrouped(batches: int = 120, warm: int = 20) -> dict[str, float]:
     stage = _stage(state, LineFormat.from_flags())
     day = [minute_label(minute_index("2017-07-30 00:00") + m)[:16].encode() for m in range(1440)]
     rng = random.Random(1)
-    spent: dict[str, list[float]] = {"rows": [], "change": [], "records": [], "advance": []}
+    spent = _spent()
     for b in range(batches):
         rows: list[Any] = [_create_row(PLAIN_FIELDS, [None, bytearray(m), *[None] * 5,
                                                       rng.randrange(1, 6), None])
@@ -134,11 +144,8 @@ def measure_ungrouped(batches: int = 120, warm: int = 20) -> dict[str, float]:
         ms = _steps(state, stage, rows, OffsetRange(0, b * 20_000, (b + 1) * 20_000), 0,
                     minute_index("2017-07-31 00:00"))
         if b >= warm:
-            for k, dt in zip(spent, ms, strict=True):
-                spent[k].append(dt)
-    out = {f"{k}_ms": round(statistics.median(v), 2) for k, v in spent.items()}
-    out["total_ms"] = round(sum(out.values()), 2)
-    return out
+            _keep(spent, ms)
+    return _medians(spent, 2)
 
 
 if __name__ == "__main__":
