@@ -33,6 +33,16 @@ def connector_jars() -> list[str]:
     return jars
 
 
+def jar_settings(master: str, jars: list[str]) -> dict[str, str]:
+    """How our own session gets the connector jars (pure). In local mode they go on the driver
+    JVM's class path: its classes then come from the CDS archive, and the first task does not
+    copy the jars through the file server first. Executors elsewhere fetch them (spark.jars).
+    Figures: docs/tuning.md#connector-class-path"""
+    if master == "local" or master.startswith("local["):
+        return {"spark.driver.extraClassPath": os.pathsep.join(jars)}
+    return {"spark.jars": ",".join(jars)}
+
+
 def connector_version(names: Iterable[str]) -> str | None:
     """The Spark version of the spark-sql-kafka jar among jar file names (pure)."""
     for name in names:
@@ -161,7 +171,6 @@ def spark_session(master: str, app_name: str = "logcount", java_options: str | N
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (
         SparkSession.builder.master(master).appName(app_name)
-        .config("spark.jars", ",".join(connector_jars()))
         .config("spark.ui.enabled", "false")
         .config("spark.driver.memory", driver_memory())
         .config("spark.ui.showConsoleProgress", "false")
@@ -170,7 +179,7 @@ def spark_session(master: str, app_name: str = "logcount", java_options: str | N
         # 5 minutes. Figures: docs/tuning.md#consumer-cache
         .config("spark.kafka.consumer.cache.capacity", str(KAFKA_CONSUMER_CACHE))
     )
-    for key, value in STATUS_STORE_BOUNDS.items():
+    for key, value in {**jar_settings(master, connector_jars()), **STATUS_STORE_BOUNDS}.items():
         builder = builder.config(key, value)
     for key, value in SQL_CONF.items():
         builder = builder.config(key, value)

@@ -1,5 +1,7 @@
 """pipeline/spark.py: the SQL settings every batch runs with."""
 
+import os
+
 import pytest
 
 from logcount.pipeline.spark import SQL_CONF, V1_SOURCES_DEFAULT, V1_SOURCES_KEY, without_kafka
@@ -118,3 +120,14 @@ def test_the_connector_jars_must_be_the_installed_pysparks(tmp_path, monkeypatch
     jar.rename(jar.with_name(f"spark-sql-kafka-0-10_2.13-{pyspark.__version__}.jar"))
     assert connector_jars() == [str(tmp_path / "spark-kafka" /
                                     f"spark-sql-kafka-0-10_2.13-{pyspark.__version__}.jar")]
+
+
+def test_local_mode_puts_the_connector_on_the_class_path_and_a_cluster_fetches_it():
+    from logcount.pipeline.spark import jar_settings
+
+    jars = ["/j/spark-sql-kafka-0-10_2.13-4.2.0.jar", "/j/kafka-clients-3.9.1.jar"]
+    for master in ("local", "local[*]", "local[2]", "local[1,3]"):
+        assert jar_settings(master, jars) == {
+            "spark.driver.extraClassPath": os.pathsep.join(jars)}
+    for master in ("spark://h:7077", "yarn", "k8s://https://h:6443", "localhost"):
+        assert jar_settings(master, jars) == {"spark.jars": ",".join(jars)}
