@@ -97,7 +97,6 @@ class TotalEncoder:
         return out
 
 
-
 class SeriesEncoder:
     """encode_total of grouped totals, byte for byte, with each series' JSON text (its key's
     tail, its "dims" object) made once: ~1,000 records a batch at 10,000 live series. Holds one
