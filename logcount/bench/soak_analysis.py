@@ -32,6 +32,12 @@ SERIES: dict[str, tuple[str, str, str, str]] = {
     "python_rss_mb": ("Python driver RSS", "MB", "rss", "l"),
     "jvm_rss_mb": ("JVM RSS", "MB", "rss", "r"),
     "jvm_heap_committed_mb": ("JVM heap committed", "MB", "rss", "r"),
+    # The JVM's RSS by region (soak_sampling.rss_by_region): which one a step in RSS is.
+    "jvm_rss_heap_mb": ("JVM RSS: Java heap", "MB", "regions", "l"),
+    "jvm_rss_code_mb": ("JVM RSS: JIT code cache", "MB", "regions", "l"),
+    "jvm_rss_cds_mb": ("JVM RSS: class-data archive", "MB", "regions", "l"),
+    "jvm_rss_files_mb": ("JVM RSS: other mapped files", "MB", "regions", "l"),
+    "jvm_rss_other_mb": ("JVM RSS: the rest (malloc, metaspace, stacks)", "MB", "regions", "l"),
     "jvm_heap_after_gc_mb": ("JVM heap after full GC", "MB", "heap", "l"),
     "jvm_metaspace_mb": ("JVM metaspace used", "MB", "heap", "l"),
     "python_threads": ("Python threads", "", "threads", "l"),

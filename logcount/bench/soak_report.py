@@ -73,7 +73,8 @@ def plot(r: dict, path: Path) -> None:
     panels: dict[str, list[str]] = {}
     for name, (_, _, panel, _) in SERIES.items():
         panels.setdefault(panel, []).append(name)
-    fig, axes = plt.subplots(4, 2, figsize=(13, 13))
+    rows = (len(panels) + 1) // 2
+    fig, axes = plt.subplots(rows, 2, figsize=(13, 3.25 * rows))
     ts = [s["t"] / 60 for s in r["samples"]]
     colors = iter(plt.rcParams["axes.prop_cycle"].by_key()["color"] * 4)
     for left, names in zip(axes.flat, panels.values(), strict=False):

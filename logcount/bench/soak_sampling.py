@@ -1,6 +1,7 @@
 """The soak's samples: a row per interval from /proc (through `procs`), from the JVM's jcmd
-(heap after a full collection, metaspace, native memory, class histograms) and from the stage's
-own /metrics (batches, their mean times, the input lag)."""
+(heap after a full collection, metaspace, native memory, class histograms), the JVM's RSS by
+region (/proc/PID/smaps against the heap's and code cache's ranges) and from the stage's own
+/metrics (batches, their mean times, the input lag)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from logcount.bench.procs import descendants, proc_sample, processes
+from logcount.bench.procs import descendants, proc_sample, processes, read_proc
 from logcount.core.errors import DependencyError
 
 log = logging.getLogger("logcount.bench.soak")
@@ -30,7 +31,7 @@ class Sampler:
         self.jcmd = jcmd_path()
         self.jcmd_s: list[float] = []
         self.script = out / "soak-jcmd.txt"
-        self.script.write_text("GC.run\nGC.heap_info\n"
+        self.script.write_text("GC.run\nGC.heap_info\nCompiler.codecache\n"
                                + ("VM.native_memory summary\n" if nmt else ""))
         self.histograms: list[dict[str, tuple[int, int]]] = []
 
@@ -59,6 +60,10 @@ class Sampler:
             row["jvm_metaspace_committed_mb"] = heap.get("metaspace_committed_mb")
             if self.nmt:
                 row["nmt"] = parse_nmt(text)
+            ranges = jvm_ranges(text)
+            smaps = read_proc(f"/proc/{jvm}/smaps") if ranges["heap"] else None
+            if smaps:
+                row.update({f"jvm_rss_{k}_mb": v for k, v in rss_by_region(smaps, ranges).items()})
         try:
             cur = scrape(port)
         except (OSError, ValueError) as exc:  # ValueError: not the Prometheus text format
@@ -120,6 +125,45 @@ def parse_nmt(text: str) -> dict[str, float]:
     if m := _NMT_TOTAL.search(text):
         out["Total"] = round(int(m[1]) / 1024, 1)
     return out
+
+
+_HEAP_SPAN = re.compile(r"total \d+K, used \d+K \[(0x[0-9a-f]+), (?:0x[0-9a-f]+, )?(0x[0-9a-f]+)\)")
+_CODE_SPAN = re.compile(r"^\s*bounds \[(0x[0-9a-f]+), 0x[0-9a-f]+, (0x[0-9a-f]+)\]", re.M)
+
+
+def jvm_ranges(text: str) -> dict[str, list[tuple[int, int]]]:
+    """The heap's generations and the code cache's heaps as reserved address ranges, from
+    `GC.heap_info` (`[low, high)` or `[low, committed, high)`) and `Compiler.codecache`."""
+    return {name: [(int(lo, 16), int(hi, 16)) for lo, hi in pattern.findall(text)]
+            for name, pattern in (("heap", _HEAP_SPAN), ("code", _CODE_SPAN))}
+
+
+_MAPPING = re.compile(r"^([0-9a-f]+)-[0-9a-f]+ \S+ \S+ \S+ \d+ *(.*)$")
+# The JVM's RSS by where it lives; "other" is anonymous memory outside the heap and the code
+# cache: malloc (the JIT's and the collector's own), metaspace, thread stacks.
+REGIONS = ("heap", "code", "cds", "files", "other")
+
+
+def rss_by_region(smaps: str, ranges: dict[str, list[tuple[int, int]]]) -> dict[str, float]:
+    """/proc/PID/smaps -> resident MB per region (REGIONS): a mapping that starts inside the
+    heap's or the code cache's range is theirs; else the class-data archive (a .jsa file),
+    another file (jars, libraries) or other (anonymous)."""
+    kb = dict.fromkeys(REGIONS, 0)
+    region = None
+    for line in smaps.splitlines():
+        if line.startswith("Rss:"):
+            if region:
+                kb[region] += int(line.split()[1])
+            continue
+        m = _MAPPING.match(line)
+        if not m:
+            continue
+        start, path = int(m[1], 16), m[2].strip()
+        region = next((name for name in ("heap", "code")
+                       if any(lo <= start < hi for lo, hi in ranges.get(name, ()))),
+                      None) or ("cds" if path.endswith(".jsa")
+                                else "files" if path.startswith("/") else "other")
+    return {name: round(v / 1024, 1) for name, v in kb.items()}
 
 
 _HISTO = re.compile(r"^\s*\d+:\s+(\d+)\s+(\d+)\s+(\S+)", re.M)

@@ -1,15 +1,16 @@
 """A half-minute soak through `logcount bench --soak`, so that the endurance harness cannot rot.
 
 It asserts that every series was sampled (the stage's and its JVM's /proc figures, the JVM's heap
-through jcmd, the batch figures from /metrics, the probe latency), that every probe was seen and
-that the output totals equal what was produced, exactly. No speed and no slope is asserted: a
-half minute is all warm-up for a JVM; the goals are judged by a run of 20 minutes or more (README,
-Benchmarks).
+through jcmd, its RSS by region, the batch figures from /metrics, the probe latency), that every
+probe was seen and that the output totals equal what was produced, exactly. No speed and no
+slope is asserted: a half minute is all warm-up for a JVM; the goals are judged by a run of 20
+minutes or more (README, Benchmarks).
 """
 
 import json
 
 from logcount.bench.soak_analysis import SERIES
+from logcount.bench.soak_sampling import REGIONS
 from tests.support.run import cli
 
 SAMPLE_S = 5
@@ -35,6 +36,10 @@ def test_a_short_soak_samples_every_series_and_counts_exactly(endpoints, tmp_pat
     assert row["jvm_threads"] > row["python_threads"] > 0 and row["jvm_fds"] > 0
     assert row["jvm_metaspace_mb"] > 0 and row["batches"] > 0 and row["batch_cycle_ms"] > 0
     assert result["batches"] == sum(s["batches"] for s in samples) > 0
+    # the JVM's RSS by region covers all of it (read a moment after VmRSS, across a full GC)
+    regions = sum(row[f"jvm_rss_{k}_mb"] for k in REGIONS)
+    assert abs(regions - row["jvm_rss_mb"]) < 0.15 * row["jvm_rss_mb"], row
+    assert row["jvm_rss_heap_mb"] > 0 and row["jvm_rss_code_mb"] > 0 and row["jvm_rss_other_mb"] > 0
 
     totals = result["totals"]
     assert totals["exact"] and totals["differing"] == [] and totals["undelivered"] == 0, totals

@@ -145,3 +145,56 @@ def test_a_row_from_proc_and_a_scrape_of_the_stage(tmp_path):
     assert row["input_lag_records"] == 12 and row["state_minutes"] is None
     assert row["_metrics"]["logcount_batches_committed_total"] == 30
     assert sampler.jcmd_s == [] and sampler.histograms == []
+
+
+# `jcmd PID GC.heap_info` (Serial GC, the paced stage's) and `Compiler.codecache` of JDK 17
+# (the heap's addresses printed 16 digits wide there).
+SERIAL_AND_CODE = """1522:
+ def new generation   total 44288K, used 15776K [0xf0000000, 0xf3000000, 0xf3000000)
+  eden space 39424K,  40% used [0xf0000000, 0xf0f68398, 0xf2680000)
+ tenured generation   total 212992K, used 0K [0xf3000000, 0x100000000, 0x100000000)
+   the space 212992K,   0% used [0xf3000000, 0xf3000000, 0xf3000200, 0x100000000)
+ Metaspace       used 8953K, committed 9152K, reserved 1114112K
+1522:
+CodeHeap 'non-profiled nmethods': size=120036Kb used=317Kb max_used=317Kb free=119718Kb
+ bounds [0x00007f26c4ec7000, 0x00007f26c5137000, 0x00007f26cc400000]
+CodeHeap 'non-nmethods': size=5692Kb used=1640Kb max_used=1689Kb free=4051Kb
+ bounds [0x00007f26c4c00000, 0x00007f26c4e70000, 0x00007f26c4ec7000]
+ total_blobs=9571 nmethods=8510 adapters=974
+"""
+
+
+def _mapping(start: int, end: int, path: str, rss_kb: int) -> str:
+    return (f"{start:x}-{end:x} rw-p 00000000 00:00 0          {path}\n"
+            f"Size:   {(end - start) // 1024} kB\nRss:   {rss_kb} kB\nPss:   {rss_kb} kB\n"
+            "VmFlags: rd wr mr mw me ac\n")
+
+
+def test_ranges_of_the_heap_and_the_code_cache_from_jcmd():
+    got = soak_sampling.jvm_ranges(SERIAL_AND_CODE)
+    # each generation's reserved range, not its sub-spaces; each code heap's
+    assert got["heap"] == [(0xF0000000, 0xF3000000), (0xF3000000, 0x100000000)]
+    assert got["code"] == [(0x7F26C4EC7000, 0x7F26CC400000), (0x7F26C4C00000, 0x7F26C4EC7000)]
+    assert soak_sampling.jvm_ranges(G1)["heap"] == [(0xC0000000, 0x100000000)]
+    assert soak_sampling.jvm_ranges("") == {"heap": [], "code": []}
+
+
+def test_rss_by_region_puts_each_mapping_where_it_starts():
+    ranges = soak_sampling.jvm_ranges(SERIAL_AND_CODE)
+    smaps = "".join([
+        _mapping(0xF0000000, 0xF1000000, "", 10240),  # young generation
+        _mapping(0xF3000000, 0xF4000000, "", 2048),  # tenured
+        _mapping(0x7F26C4C00000, 0x7F26C4C10000, "", 64),  # non-nmethods code heap
+        _mapping(0x7F26C4EC7000, 0x7F26C5137000, "", 1024),  # compiled code
+        _mapping(0x800000000, 0x801000000, "/work/.cache/jars/cds/spark-driver-x.jsa", 3072),
+        _mapping(0x7F26D0000000, 0x7F26D0100000, "/usr/lib/jvm/lib/server/libjvm.so", 512),
+        _mapping(0x7F26E0000000, 0x7F26E4000000, "", 4096),  # a malloc arena
+        _mapping(0x7FFD00000000, 0x7FFD00021000, "[stack]", 128),
+        _mapping(0x7F26CC400000, 0x7F26CC500000, "", 256),  # just past the code cache
+    ])
+    got = soak_sampling.rss_by_region(smaps, ranges)
+    assert got == {"heap": 12.0, "code": 1.1, "cds": 3.0, "files": 0.5,
+                   "other": round((4096 + 128 + 256) / 1024, 1)}
+    # without the JVM's ranges every anonymous mapping is "other"
+    assert soak_sampling.rss_by_region(smaps, {})["other"] == round(
+        (10240 + 2048 + 64 + 1024 + 4096 + 128 + 256) / 1024, 1)
