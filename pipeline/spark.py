@@ -14,6 +14,7 @@ from pathlib import Path
 from logcount.core.errors import DependencyError
 from logcount.core.paths import jars_dir
 from logcount.pipeline.cds import spark_java_options
+from logcount.pipeline.jdk import native_trim_option
 
 
 def connector_jars() -> list[str]:
@@ -130,13 +131,14 @@ def driver_memory() -> str:
 
 
 def driver_java_options(memory: str, cds: str | None, extra: str = "",
-                        paced: bool = False) -> str:
+                        paced: bool = False, trim: str = "") -> str:
     """spark.driver.extraJavaOptions of the driver JVM the stage starts (pure): ours (the paced
-    mode's when `paced`), the heap floor for `memory`, the CDS archive's, then `extra`
-    (LOGCOUNT_SPARK_JAVA_OPTIONS). Extra comes last because HotSpot takes the last of a repeated
-    flag: an operator's -Xmn or -Xms wins over ours (a collector of their own needs ours off
-    before it, -XX:-UseSerialGC or -XX:-UseParallelGC; docs/deploy.md, Sizing)."""
-    ours = PACED_JVM_OPTIONS if paced else DRIVER_JVM_OPTIONS
+    mode's when `paced`, with `trim`, pipeline/jdk.py native_trim_option), the heap floor for
+    `memory`, the CDS archive's, then `extra` (LOGCOUNT_SPARK_JAVA_OPTIONS). Extra comes last
+    because HotSpot takes the last of a repeated flag: an operator's -Xmn or -Xms wins over ours
+    (a collector of their own needs ours off before it, -XX:-UseSerialGC or -XX:-UseParallelGC;
+    docs/deploy.md, Sizing)."""
+    ours = f"{PACED_JVM_OPTIONS} {trim}".strip() if paced else DRIVER_JVM_OPTIONS
     floor = PACED_HEAP_FLOOR_MB if paced else HEAP_FLOOR_MB
     return " ".join(o for o in (ours, initial_heap_option(memory, floor), cds or "",
                                 extra.strip()) if o)
@@ -186,7 +188,8 @@ def spark_session(master: str, app_name: str = "logcount", java_options: str | N
     if java_options is None:
         java_options = spark_java_options()  # the class-data-sharing archive, when set-up made one
     builder = builder.config("spark.driver.extraJavaOptions", driver_java_options(
-        driver_memory(), java_options, os.environ.get("LOGCOUNT_SPARK_JAVA_OPTIONS", ""), paced))
+        driver_memory(), java_options, os.environ.get("LOGCOUNT_SPARK_JAVA_OPTIONS", ""), paced,
+        native_trim_option() if paced else ""))
     if master.startswith("spark://"):
         host = os.environ.get("LOGCOUNT_SPARK_DRIVER_HOST", "127.0.0.1")
         builder = builder.config("spark.driver.host", host)

@@ -1,6 +1,7 @@
 """pipeline/cds.py: the driver JVM uses the archive only when set-up made one; its options start."""
 
 from logcount.pipeline import cds
+from tests.support.jvm import final_flags
 
 
 def test_archive_is_used_only_when_present_and_not_turned_off(tmp_path, monkeypatch):
@@ -28,15 +29,8 @@ def test_archive_name_follows_the_connector_jars(tmp_path, monkeypatch):
 
 def test_driver_jvm_options_start_this_machines_java():
     """A misspelt -XX flag stops the JVM before Spark starts: every stage would fail to start."""
-    import shlex
-    import subprocess
-
     from logcount.pipeline.spark import DRIVER_JVM_OPTIONS
 
-    done = subprocess.run(["java", *shlex.split(DRIVER_JVM_OPTIONS), "-XX:+PrintFlagsFinal",
-                           "-version"], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    final = {line.split()[1]: line.split()[3] for line in done.stdout.splitlines()
-             if line.count("=") == 1 and len(line.split()) >= 4}
+    final = final_flags(DRIVER_JVM_OPTIONS)
     assert final["UseParallelGC"] == "true"
     assert final["Tier4InvocationThreshold"] == "50000"

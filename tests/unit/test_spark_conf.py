@@ -5,6 +5,7 @@ import os
 import pytest
 
 from logcount.pipeline.spark import SQL_CONF, V1_SOURCES_DEFAULT, V1_SOURCES_KEY, without_kafka
+from tests.support.jvm import final_flags
 
 
 def test_kafka_leaves_the_v1_source_list_and_nothing_else_does():
@@ -44,7 +45,7 @@ def test_the_initial_heap_starts_this_machines_java_beside_its_xmx(memory):
     from logcount.pipeline.spark import DRIVER_JVM_OPTIONS, initial_heap_option
 
     xms = initial_heap_option(memory)
-    final = _final_flags(f"{DRIVER_JVM_OPTIONS} {xms} -Xmx{memory}")
+    final = final_flags(f"{DRIVER_JVM_OPTIONS} {xms} -Xmx{memory}")
     assert int(final["InitialHeapSize"]) == int(xms[4:-1]) * 1024 * 1024
 
 
@@ -66,7 +67,7 @@ def test_an_operators_collector_and_young_generation_start_this_machines_java():
     from logcount.pipeline.spark import driver_java_options
 
     recipe = "-XX:-UseParallelGC -XX:+UseSerialGC -Xmn48m -Xms64m"
-    final = _final_flags(driver_java_options("2g", None, recipe) + " -Xmx2g")
+    final = final_flags(driver_java_options("2g", None, recipe) + " -Xmx2g")
     assert final["UseSerialGC"] == "true" and final["UseParallelGC"] == "false"
     assert int(final["NewSize"]) == 48 * 1024 * 1024
     assert int(final["InitialHeapSize"]) == 64 * 1024 * 1024
@@ -79,7 +80,7 @@ def test_a_paced_stage_starts_the_serial_collector_with_a_small_heap():
 
     opts = driver_java_options("2g", None, paced=True)
     assert opts == f"{PACED_JVM_OPTIONS} -Xms64m"
-    final = _final_flags(opts + " -Xmx2g")
+    final = final_flags(opts + " -Xmx2g")
     assert final["UseSerialGC"] == "true" and final["UseParallelGC"] == "false"
     assert int(final["NewSize"]) == 48 * 1024 * 1024
     assert int(final["InitialHeapSize"]) == 64 * 1024 * 1024
@@ -88,16 +89,17 @@ def test_a_paced_stage_starts_the_serial_collector_with_a_small_heap():
     assert "-XX:+UseParallelGC" in driver_java_options("2g", None, paced=False)
 
 
-def _final_flags(options: str) -> dict[str, str]:
-    """This machine's java started with `options`: its final flags, name -> value."""
-    import shlex
-    import subprocess
+def test_the_paced_jvm_trims_its_native_heap_unless_the_operator_says_otherwise():
+    """The trim (pipeline/jdk.py, only where the JDK has it) is ours: in the paced JVM only, and
+    before LOGCOUNT_SPARK_JAVA_OPTIONS, whose own interval (0 turns it off) wins."""
+    from logcount.pipeline.spark import PACED_JVM_OPTIONS, driver_java_options
 
-    done = subprocess.run(["java", *shlex.split(options), "-XX:+PrintFlagsFinal", "-version"],
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    return {line.split()[1]: line.split()[3] for line in done.stdout.splitlines()
-            if line.count("=") == 1 and len(line.split()) >= 4}
+    trim = "-XX:TrimNativeHeapInterval=15000"
+    opts = driver_java_options("2g", None, "-XX:TrimNativeHeapInterval=0", paced=True, trim=trim)
+    assert opts == f"{PACED_JVM_OPTIONS} {trim} -Xms64m -XX:TrimNativeHeapInterval=0"
+    assert final_flags(opts)["TrimNativeHeapInterval"] == "0"
+    assert trim not in driver_java_options("2g", None, paced=False, trim=trim)
+
 
 
 def test_the_connector_jars_must_be_the_installed_pysparks(tmp_path, monkeypatch):
