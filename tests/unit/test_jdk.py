@@ -42,8 +42,8 @@ def test_release_facts_reads_quoted_and_empty_values():
     ("", False), ("1.8.0_412", False), ("banana", False),
 ])
 def test_the_trim_flag_is_given_only_to_jdks_with_it_as_a_product_flag(version, trims):
-    """An older JDK refuses to start on an unknown -XX flag, and 17.0.10-17.0.11 / 21.0.1-21.0.3
-    had it experimental (also a refusal without -XX:+UnlockExperimentalVMOptions)."""
+    """An older JDK refuses to start on an unknown -XX flag, and the first 17.0.x and 21.0.x
+    backports had it experimental (also a refusal without -XX:+UnlockExperimentalVMOptions)."""
     assert trims_native_heap({"JAVA_VERSION": version, "OS_NAME": "Linux",
                               "LIBC": "gnu"}) is trims
 
