@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 from pathlib import Path
 
 from logcount.core.paths import jars_dir
+from logcount.pipeline.jdk import java_home
 
 QUIET = "-Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off"
 # Part of the archive's key: raised when the training (cds_build) loads more, so that set-up
@@ -29,7 +29,8 @@ TRAINING = 6
 def archive_path() -> Path:
     import pyspark
 
-    java = os.path.realpath(shutil.which("java") or "java")
+    home = java_home()  # the JDK pyspark starts ($JAVA_HOME first): the archive is that JVM's
+    java = os.path.realpath(home / "bin" / "java") if home else "java"
     connector = sorted(p.name for p in (jars_dir() / "spark-kafka").glob("*.jar"))
     facts = (java, pyspark.__version__, connector, TRAINING)
     key = hashlib.sha256(repr(facts).encode()).hexdigest()[:12]

@@ -18,6 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from logcount.bench.procs import descendants, proc_sample, processes, read_proc
 from logcount.core.errors import DependencyError
+from logcount.pipeline.jdk import java_home
 
 log = logging.getLogger("logcount.bench.soak")
 
@@ -212,14 +213,9 @@ def find_jvm(root: int) -> int | None:
 
 def jcmd_path() -> str | None:
     """The jcmd of the JDK the stage's java comes from (JAVA_HOME first, as pyspark)."""
-    home = os.environ.get("JAVA_HOME")
-    if home and os.access(Path(home) / "bin" / "jcmd", os.X_OK):
-        return str(Path(home) / "bin" / "jcmd")
-    java = shutil.which("java")
-    if java:
-        beside = Path(os.path.realpath(java)).parent / "jcmd"
-        if os.access(beside, os.X_OK):
-            return str(beside)
+    home = java_home()
+    if home and os.access(home / "bin" / "jcmd", os.X_OK):
+        return str(home / "bin" / "jcmd")
     return shutil.which("jcmd")
 
 

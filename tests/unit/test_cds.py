@@ -27,6 +27,17 @@ def test_archive_name_follows_the_connector_jars(tmp_path, monkeypatch):
     assert cds.archive_path() != before
 
 
+def test_archive_name_follows_the_jdk_pyspark_starts(tmp_path, monkeypatch):
+    """An archive written by one JVM is refused by another: $JAVA_HOME, as pyspark reads it."""
+    monkeypatch.setenv("LOGCOUNT_JARS_DIR", str(tmp_path))
+    (tmp_path / "spark-kafka").mkdir()
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    on_path = cds.archive_path()
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "other-jdk"))
+    assert cds.archive_path() != on_path
+    assert cds.archive_path() == cds.archive_path()
+
+
 def test_driver_jvm_options_start_this_machines_java():
     """A misspelt -XX flag stops the JVM before Spark starts: every stage would fail to start."""
     from logcount.pipeline.spark import DRIVER_JVM_OPTIONS
