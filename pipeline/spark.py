@@ -1,5 +1,6 @@
 """The stage's SparkSession: built here when the stage runs on its own, or the one
-`spark-submit` gave it. Leaf of the Spark side: imports only the CDS options and the jar paths."""
+`spark-submit` gave it. Leaf of the Spark side: imports only the JVM's options (the CDS archive,
+the JDK's), the driver's pools and the jar paths."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 from logcount.core.errors import DependencyError
 from logcount.core.paths import jars_dir
 from logcount.pipeline.cds import spark_java_options
+from logcount.pipeline.driver_pools import bound_block_manager_pools
 from logcount.pipeline.jdk import native_trim_option
 
 
@@ -199,7 +201,7 @@ def spark_session(master: str, app_name: str = "logcount", java_options: str | N
         spark = builder.getOrCreate()
     except Exception as exc:  # py4j / JVM start failures
         raise DependencyError(f"Spark session on {master} could not start: {exc}") from exc
-    return _quiet(spark)
+    return _settled(spark)
 
 
 class SessionStart:
@@ -243,6 +245,12 @@ def _submitted_session(session_class, app_name: str):
             f"Spark's Kafka connector is not on spark-submit's classpath: pass --packages "
             f"{KAFKA_PACKAGE}:{spark.version} or --jars with the jars in "
             f"{jars_dir() / 'spark-kafka'}") from exc
+    return _settled(spark)
+
+
+def _settled(spark):
+    """What every stage session gets once up, ours or spark-submit's."""
+    bound_block_manager_pools(spark)
     return _quiet(spark)
 
 

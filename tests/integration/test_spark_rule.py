@@ -72,15 +72,6 @@ def _generated(n: int, seed: int) -> list[bytes]:
     return out
 
 
-@pytest.fixture(scope="module")
-def spark():
-    from logcount.pipeline.spark import spark_session
-
-    session = spark_session("local[2]", "logcount-rule-test")
-    yield session
-    session.stop()
-
-
 def test_the_spark_rule_agrees_with_the_reference(spark):
     lines = TRICKY + _generated(5000, seed=11)
     df = spark.createDataFrame([(i % 3, i, v) for i, v in enumerate(lines)],
