@@ -6,8 +6,10 @@ BlockManagerStorageEndpoint's `block-manager-storage-async-thread-pool`. Both ar
 ThreadPoolExecutors whose core size is their maximum (100) with a 60 s idle timeout, so each task
 starts a new thread until 100 are alive: at a batch a second the stage's driver held ~190 of them
 and started and ended ~2.8 threads a second. No setting sizes them (Spark 4.0-4.2 hard-code 100);
-`bound_block_manager_pools` lowers their core size once the session is up, so a few threads take
-the removals in turn. Where this Spark's internals differ, nothing changes (and the log says so).
+`bound_block_manager_pools` lowers their sizes once the session is up, so a few threads take the
+removals in turn. Where this Spark's internals differ, what is not found keeps Spark's sizes (and
+the log says so). On a cluster each executor's storage endpoint keeps its own pool: only the
+driver's are ours.
 """
 
 from __future__ import annotations
@@ -26,28 +28,32 @@ ENDPOINTS = ("org.apache.spark.storage.BlockManagerMasterEndpoint",
              "org.apache.spark.storage.BlockManagerStorageEndpoint")
 
 
-def bound_block_manager_pools(spark, threads: int = POOL_THREADS) -> int:
-    """Lowers the core size of the driver's block-manager pools to `threads`; how many it found.
-
-    The endpoints are the keys of the RPC dispatcher's maps, their pools the fields of type
-    ThreadPoolExecutor: found by type, not by name (Scala mangles private names)."""
+def block_manager_pools(spark) -> list:
+    """The driver's block-manager pools (py4j ThreadPoolExecutors): the endpoints are keys of the
+    RPC dispatcher's maps, their pools fields of type ThreadPoolExecutor. Found by type, not by
+    name: private names are the compiler's and may change between releases. Raises py4j's
+    errors where this Spark's classes differ."""
     jvm = spark.sparkContext._jvm
+    dispatcher = spark.sparkContext._jsc.sc().env().rpcEnv().dispatcher()
+    endpoints = [e for m in _fields(jvm, dispatcher, "java.util.Map") for e in m.keySet()
+                 if isinstance(e, JavaObject) and e.getClass().getName() in ENDPOINTS]
+    pool_type = "java.util.concurrent.ThreadPoolExecutor"
+    return [p for e in endpoints for p in _fields(jvm, e, pool_type)]
+
+
+def bound_block_manager_pools(spark, threads: int = POOL_THREADS) -> int:
+    """Lowers the driver's block-manager pools to `threads` threads each; how many it found."""
     try:
-        dispatcher = spark.sparkContext._jsc.sc().env().rpcEnv().dispatcher()
-        maps = _fields(jvm, dispatcher, "java.util.Map")
-        endpoints = [e for m in maps for e in m.keySet()
-                     if isinstance(e, JavaObject) and e.getClass().getName() in ENDPOINTS]
-        pools = [p for e in endpoints
-                 for p in _fields(jvm, e, "java.util.concurrent.ThreadPoolExecutor")]
-        for pool in pools:
-            if pool.getCorePoolSize() > threads:  # the core first: it may not exceed the maximum
-                pool.setCorePoolSize(threads)
-                pool.setMaximumPoolSize(threads)  # and threads over it end when next idle
+        pools = block_manager_pools(spark)
     except Exception as exc:  # py4j: a Spark whose classes differ
         log.info("the driver's block-manager pools keep Spark's sizes (%s)", exc)
         return 0
     if len(pools) < len(ENDPOINTS):
         log.info("found %d of the driver's %d block-manager pools", len(pools), len(ENDPOINTS))
+    for pool in pools:
+        if pool.getCorePoolSize() > threads:  # the core first: it may not exceed the maximum
+            pool.setCorePoolSize(threads)
+            pool.setMaximumPoolSize(threads)  # and threads over it end when next idle
     return len(pools)
 
 

@@ -175,17 +175,6 @@ def mysql_db(endpoints: Endpoints, names: Names) -> Iterator[MySQLUrl]:
         yield url
 
 
-@pytest.fixture(scope="session")
-def spark():
-    """The stage's own local session (spark_session, as `logcount run` makes it), shared by the
-    tests that run plans in this process: one JVM start for all of them."""
-    from logcount.pipeline.spark import spark_session
-
-    session = spark_session("local[2]", "logcount-test")
-    yield session
-    session.stop()
-
-
 _STARTUP = pytest.StashKey[str]()
 
 
