@@ -1,0 +1,44 @@
+"""scripts/run_tests.py: every tier runs in exactly one lane, and its report counts what ran."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from scripts.run_tests import LANES, PARALLEL, Case, cases, closing_line
+
+ROOT = Path(__file__).resolve().parents[2]
+OPT_IN = {"compat"}  # collected only when named (tests/conftest.py)
+
+
+def test_every_tier_runs_in_exactly_one_lane():
+    markers = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"][
+        "ini_options"]["markers"]
+    tiers = {m.split(":")[0] for m in markers} - OPT_IN
+    placed = [p.removeprefix("tests/") for lane in LANES for p in lane.paths]
+    assert sorted(placed) == sorted(tiers)
+    assert {p.name for p in (ROOT / "tests").iterdir() if p.is_dir()} >= tiers
+
+
+def test_the_docker_tier_is_not_beside_another():
+    assert all("tests/docker" not in lane.paths for lane in PARALLEL)
+
+
+def test_a_junit_report_is_read_with_each_status(tmp_path: Path):
+    junit = tmp_path / "junit.xml"
+    junit.write_text(
+        '<testsuites><testsuite name="pytest">'
+        '<testcase classname="tests.unit.test_a" name="test_ok" time="1.5"/>'
+        '<testcase classname="tests.unit.test_a" name="test_bad" time="0.2">'
+        '<failure message="x"/></testcase>'
+        '<testcase classname="tests.unit.test_a" name="test_err" time="0.1">'
+        '<error message="x"/></testcase>'
+        '<testcase classname="tests.unit.test_b" name="test_skip[1]" time="0">'
+        '<skipped message="x"/></testcase>'
+        '</testsuite></testsuites>')
+    got = cases(junit)
+    assert got[0] == Case("tests/unit/test_a.py::test_ok", 1.5, "passed")
+    assert [c.status for c in got] == ["passed", "failed", "error", "skipped"]
+    assert closing_line(got) == "tests: 1 passed, 2 failed, 1 skipped"
+    assert closing_line(got[:1]) == "tests: 1 passed, 0 failed"
+    assert cases(tmp_path / "missing.xml") == []
