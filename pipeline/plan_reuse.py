@@ -36,7 +36,7 @@ KEPT_PLANS = 16
 _V2_RELATION = "org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation"
 _OPTIONS_CLASS = "org.apache.spark.sql.util.CaseInsensitiveStringMap"
 
-# Off: every batch builds its plan anew (python -m logcount.bench.cycle --fresh-plans, tests).
+# Off: every batch builds its plan anew (python -m tools.cycle --fresh-plans, tests).
 enabled = True
 
 

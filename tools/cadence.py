@@ -1,4 +1,4 @@
-"""What each caught-up cadence costs and gives: `python -m logcount.bench.cadence [--rate R]
+"""What each caught-up cadence costs and gives: `python -m tools.cadence [--rate R]
 [--intervals 0,0.25,0.5,1] [--seconds S] [--trigger T]`.
 
 `logcount bench`'s latency run (logcount/bench/runner.py Bench.latency: a producer at `--rate`

@@ -1,5 +1,4 @@
-"""Where a warm batch's time goes: `python -m logcount.bench.cycle [--cycles N] [--conf KEY=VALUE
-...]`.
+"""Where a warm batch's time goes: `python -m tools.cycle [--cycles N] [--conf KEY=VALUE ...]`.
 
 A producer writes 20,000 lines/s (logcount/bench/latency.py RateProducer) into a fresh 4-partition
 topic; one Spark session, set up as the stage's, runs the stage's batch back to back on what has

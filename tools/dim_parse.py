@@ -10,7 +10,7 @@ no type check, no cut), `two+case` (the same and one trivial CASE on each value)
 text of both lookups, typed only where it starts with `{` or `[`, cut to 255 bytes) and
 `no-check` (today's values, without the object-or-array check).
 
-    python -m logcount.bench.dim_parse [N] [--base DIR] [--forms]
+    python -m tools.dim_parse [N] [--base DIR] [--forms]
 """
 
 from __future__ import annotations

@@ -6,9 +6,9 @@ day of minutes, ~70,000 cells); with `ungrouped`, `logcount bench`'s latency run
 cadence (20,000 lines a batch of a day's replay: ~1,250 minutes). No broker, no Spark (the rows
 are built as collect() builds them).
 
-    python -m logcount.bench.driver_cells [BATCHES]
-    python -m logcount.bench.driver_cells filebeat [BATCHES]
-    python -m logcount.bench.driver_cells ungrouped [BATCHES]
+    python -m tools.driver_cells [BATCHES]
+    python -m tools.driver_cells filebeat [BATCHES]
+    python -m tools.driver_cells ungrouped [BATCHES]
 """
 
 from __future__ import annotations

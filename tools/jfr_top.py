@@ -1,9 +1,9 @@
-"""The top of a Java Flight Recording's CPU samples: `python -m logcount.bench.jfr_top FILE.jfr
+"""The top of a Java Flight Recording's CPU samples: `python -m tools.jfr_top FILE.jfr
 [--top N] [--thread SUBSTRING]`.
 
 Reads the jdk.ExecutionSample events (`jfr print --json`, the JDK's own tool) and prints the
 methods most often on top of a sampled stack (self) and anywhere in it (inclusive, once per
-sample), with their share of the samples. Used on `python -m logcount.bench.cycle --jfr`'s
+sample), with their share of the samples. Used on `python -m tools.cycle --jfr`'s
 cycle.jfr for docs/bench's profile.
 """
 

@@ -1,12 +1,10 @@
-"""Latency and recovery alone: `python -m logcount.bench.latency_recovery [--seconds S] [--trigger
-T]`.
+"""Latency and recovery alone: `python -m tools.latency_recovery [--seconds S] [--trigger T]`.
 
 The same two measurements as `logcount bench` (logcount/bench/runner.py Bench.latency and
-.recovery: a
-producer at 20,000 lines/s, probe lines read back with read_committed; a SIGKILL after the third
-batch and a restart at once), without the rest of the run: a quick before/after tool for a change
-to the batch's fixed cost or to the start-up path. Check out each version in turn, run this, and
-compare the JSON lines; `logcount bench` stays the full side-by-side run.
+.recovery: a producer at 20,000 lines/s, probe lines read back with read_committed; a SIGKILL
+after the third batch and a restart at once), without the rest of the run: a quick before/after
+tool for a change to the batch's fixed cost or to the start-up path. Check out each version in
+turn, run this, and compare the JSON lines; `logcount bench` stays the full side-by-side run.
 """
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""The partitions axis alone: `python -m logcount.bench.partitions [--lines N] [--repeats R] [--out
-DIR]`.
+"""The partitions axis alone: `python -m tools.partitions [--lines N] [--repeats R] [--out DIR]`.
 
 The same part of `logcount bench` (input shaped like production log topics), without the other
 contenders: N synthetic lines on topics of 4, 64 and 256 partitions, `logcount run --once` on each

@@ -4,7 +4,7 @@ the record key; medians in ms (the first third left out: the JIT's warm-up) of l
 selects, each a DataFrame analysed whole, eagerly), the aggregation, the last step (the dimension
 cut and rn), and optimising plus physical planning. Needs no broker.
 
-    python -m logcount.bench.plan_steps [N]
+    python -m tools.plan_steps [N]
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Generated against interpreted execution by batch size: `python -m logcount.bench.projections
+"""Generated against interpreted execution by batch size: `python -m tools.projections
 [--sizes 1000,4000,...] [--rounds R]`.
 
 A 4-partition topic is written once (400,000 generated lines); one Spark session, set up as the

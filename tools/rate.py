@@ -1,4 +1,4 @@
-"""The stage at a rate, alone: `python -m logcount.bench.rate [--partitions P] [--repeats R] [--out
+"""The stage at a rate, alone: `python -m tools.rate [--partitions P] [--repeats R] [--out
 DIR] [--rate N] [--trigger S] [--min-batch-interval S]`.
 
 `logcount bench`'s latency run of the stage (20,000 lines/s, the stage's default trigger and

@@ -1,5 +1,4 @@
-"""Spark's Kafka scan alone against the whole batch: `python -m logcount.bench.scan_floor [--lines
-N]`.
+"""Spark's Kafka scan alone against the whole batch: `python -m tools.scan_floor [--lines N]`.
 
 The floor under the steady-state goal: on one loaded 4-partition topic, in one warm `local[2]`
 session, the same ranges are read with nothing done to the rows (`count()`) and as the stage's
@@ -19,12 +18,12 @@ import time
 from confluent_kafka.admin import OffsetSpec
 
 from logcount.bench import data
-from logcount.bench.steady_state import raw_jvm
 from logcount.connectors import kafka_io, stack
 from logcount.formats.spec import LineFormat
 from logcount.pipeline import job
 from logcount.pipeline.offsets import OffsetRange
 from logcount.pipeline.spark import V1_SOURCES_DEFAULT, V1_SOURCES_KEY, spark_session
+from tools.steady_state import raw_jvm
 
 ROUNDS = 4
 

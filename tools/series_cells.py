@@ -1,7 +1,7 @@
 """What (minute, series) totals cost the stage with --group-by (docs/tuning.md#series-cells):
 memory, state-topic bytes, the driver's time per batch and the restore, with no broker.
 
-    python -m logcount.bench.series_cells [SERIES] [MINUTES]
+    python -m tools.series_cells [SERIES] [MINUTES]
 
 Each minute is one batch in which every series counts; the state records every batch writes are
 kept as the compacted state topic would keep them (last value per key)."""

@@ -1,6 +1,6 @@
 """Restore time and driver RSS for a stage state of N minutes.
 
-    python -m logcount.bench.state_restore [--minutes 1440,525600,2628000] [--bootstrap-servers B]
+    python -m tools.state_restore [--minutes 1440,525600,2628000] [--bootstrap-servers B]
 
 For each size: writes a state topic as the stage writes it (a progress record and one record per
 hour, every minute of every hour counted, from 2015-01-01 on), then restores it in a fresh
@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 import uuid
+from pathlib import Path
 
 from confluent_kafka import Producer
 
@@ -27,6 +28,8 @@ from logcount.pipeline.totals import encode_hour, hour_key, minute_index
 
 START = minute_index("2015-01-01 00:00")
 IDENT = Identity("bench-in", "IN", "bench-out", "OUT", "ERROR")
+# The checkout: the child runs as `-m tools.state_restore` from there, wherever this was started.
+CHECKOUT = Path(__file__).resolve().parents[1]
 
 
 def write_state(bootstrap: str, topic: str, minutes: int) -> None:
@@ -80,9 +83,9 @@ def measure(bootstrap: str, minutes: int) -> dict:
     t0 = time.monotonic()
     write_state(bootstrap, topic, minutes)
     written = time.monotonic() - t0
-    proc = subprocess.run([sys.executable, "-m", "logcount.bench.state_restore", "--restore", topic,
+    proc = subprocess.run([sys.executable, "-m", "tools.state_restore", "--restore", topic,
                            "--bootstrap-servers", bootstrap], capture_output=True, text=True,
-                          timeout=600)
+                          timeout=600, cwd=CHECKOUT)
     if proc.returncode != 0:
         raise SystemExit(f"restore failed: {proc.stderr[-2000:]}")
     out = json.loads(proc.stdout.strip().splitlines()[-1])

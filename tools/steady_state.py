@@ -1,5 +1,4 @@
-"""Steady state and cold start of the stage, apart: `python -m logcount.bench.steady_state --lines
-N`.
+"""Steady state and cold start of the stage, apart: `python -m tools.steady_state --lines N`.
 
 Loads N synthetic lines into a fresh 4-partition topic on the embedded stack (once per run), then
 runs `logcount run --once` on it `--runs` times, each with a fresh group, and reads the stage's

@@ -1,4 +1,4 @@
-"""Where a caught-up contender's CPU goes, by thread: `python -m logcount.bench.thread_cpu
+"""Where a caught-up contender's CPU goes, by thread: `python -m tools.thread_cpu
 [--rate N] [--warm S] [--window S] [--contender stage|kafka-streams] [-- STAGE FLAGS...]`.
 
 The stage (at its defaults unless flags follow `--`) or the Kafka Streams peer on a fresh

@@ -1,11 +1,11 @@
-"""logcount/bench/state_restore.py: a state written as the stage writes it comes back whole,
+"""tools/state_restore.py: a state written as the stage writes it comes back whole,
 measured."""
 
 from __future__ import annotations
 
 import json
 
-from logcount.bench import state_restore
+from tools import state_restore
 
 
 def test_restore_measures_a_state_that_comes_back_whole(endpoints, capsys):

@@ -32,7 +32,7 @@ def test_configuration_reference_is_generated_from_the_settings():
 
 # --- Comments keep the why, docs/tuning.md keeps the measurements -------------------------------
 
-CODE_ROOTS = ("logcount", "pipeline", "connectors")
+CODE_ROOTS = ("logcount", "pipeline", "connectors", "tools")
 COMMENT_BLOCK_MAX_LINES = 3  # of why; a last line linking docs/tuning.md#section comes on top
 TUNING_LINK = re.compile(r"docs/tuning\.md#([\w-]+)")
 # Files other changes were rewriting when the rule came; each still has a longer block. Empty
@@ -41,14 +41,15 @@ LONG_COMMENTS_ALLOWED: set[str] = set()
 # The project's tracker is not in the repository: code and docs say the reason, not its number.
 ISSUE_NUMBER = re.compile(r"\bissues? ?#?\d+|\bissues \d+ and \d+|(?<![\w#])#\d{2}\b",
                           re.IGNORECASE)
-ISSUE_ROOTS = ("logcount", "pipeline", "connectors", "tests", "scripts", "docs", "README.md")
+ISSUE_ROOTS = ("logcount", "pipeline", "connectors", "tools", "tests", "scripts", "docs",
+               "README.md")
 ISSUE_NUMBERS_ALLOWED: set[str] = set()
 NOT_ISSUE_NUMBERS = ("(thread #19)",)  # an NMT report's thread count in a soak fixture
 # Paths named in comments and docstrings that no longer exist, kept on purpose or not yet fixed.
 STALE_PATHS_ALLOWED: set[tuple[str, str]] = set()
 NAMED_PATH = re.compile(
-    r"(?<![\w/.])((?:tests|docs|scripts|pipeline|connectors|logcount|deploy|docker|jvm)/[\w./-]*"
-    r"\.(?:py|md|sh|json|toml|java|xml|png|yml|yaml))\b")
+    r"(?<![\w/.])((?:tests|docs|scripts|pipeline|connectors|logcount|tools|deploy|docker|jvm)/"
+    r"[\w./-]*\.(?:py|md|sh|json|toml|java|xml|png|yml|yaml))\b")
 
 
 def _files(*roots: str, suffix: str | None = None) -> list[Path]:

@@ -78,7 +78,7 @@ def test_floors():
 def test_one_import_name():
     """Every project import names the package: `import core` would be someone else's."""
     old = ("core", "formats", "pipeline", "connectors", "bench", "tests.")
-    for folder in (*FOLDERS, "tests", "scripts"):
+    for folder in (*FOLDERS, "tests", "scripts", "tools"):
         for path in (ROOT / folder).rglob("*.py"):
             for node in ast.walk(ast.parse(path.read_text())):
                 names = ([node.module] if isinstance(node, ast.ImportFrom) and node.module
@@ -87,6 +87,27 @@ def test_one_import_name():
                 for name in names:
                     top = name.split(".")[0]
                     assert top not in old[:-1], f"{path.relative_to(ROOT)} imports {name}"
+
+
+def test_nothing_installed_imports_the_tools():
+    """tools/ (the experiment instruments) is not installed: a module of the package that
+    imported it, even lazily, or ran one (`-m tools.X`, a path under tools/) would fail in
+    every user's environment."""
+    found = []
+    for folder in FOLDERS:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    names = [node.module]
+                elif isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    names = [node.value] if node.value.startswith(("tools.", "tools/")) else []
+                else:
+                    continue
+                if any(n.split(".")[0].split("/")[0] == "tools" for n in names):
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not found, f"installed modules import tools/: {found}"
 
 
 def test_no_test_module_imports_another():

@@ -1,6 +1,6 @@
-"""The pure part of logcount/bench/thread_cpu.py: CPU between two samples, by thread family."""
+"""The pure part of tools/thread_cpu.py: CPU between two samples, by thread family."""
 
-from logcount.bench.thread_cpu import family, per_family
+from tools.thread_cpu import family, per_family
 
 
 def test_a_pool_number_is_dropped_from_a_thread_name():
