@@ -7,6 +7,7 @@ Every error we raise on purpose ends here as one line on stderr and the exit cod
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import logging
 import os
 import sys
@@ -79,7 +80,15 @@ def _demo(args: argparse.Namespace) -> int:
     return run_demo(st.from_namespace(st.DemoSettings, args))
 
 
+# What `logcount bench` needs beyond the stage (pyproject's `bench` extra): its plots.
+BENCH_EXTRA = ("matplotlib",)
+NO_BENCH_EXTRA = "logcount bench needs the bench extra: pip install 'logcount[bench]'"
+
+
 def _bench(args: argparse.Namespace) -> int:
+    # Checked before anything starts: a missing plotting library after an hour's run loses it.
+    if any(importlib.util.find_spec(name) is None for name in BENCH_EXTRA):
+        raise ConfigError(NO_BENCH_EXTRA)
     settings = st.from_namespace(st.BenchSettings, args)
     if settings.soak is not None:
         from logcount.bench.soak import plan_from_settings, run_soak

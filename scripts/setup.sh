@@ -35,13 +35,15 @@ if [ ! -x .venv/bin/python ]; then
   say "creating .venv"
   "$python" -m venv .venv
 fi
-want=$(stamp_of pyproject.toml constraints.txt)
+# The extras: test, and bench (`logcount bench`'s plots); in the stamp, so a change reinstalls.
+extras=test,bench
+want="$(stamp_of pyproject.toml constraints.txt) $extras"
 if [ "$(cat .venv/.logcount-stamp 2>/dev/null)" != "$want" ]; then
   say "installing logcount and its dependencies into .venv"
   mkdir -p .cache
   # pip's own chatter (an editable-install warning) goes to a log, shown only on failure.
   { .venv/bin/pip install -q --upgrade pip \
-      && .venv/bin/pip install -q -c constraints.txt -e '.[test]'; } \
+      && .venv/bin/pip install -q -c constraints.txt -e ".[$extras]"; } \
     > .cache/pip.log 2>&1 || { cat .cache/pip.log >&2; die "pip install failed"; }
   echo "$want" > .venv/.logcount-stamp
 fi

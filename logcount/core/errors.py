@@ -1,7 +1,7 @@
 """The one error hierarchy of logcount, documented in one place.
 
     LogcountError                 every error we raise on purpose; the CLI prints one line
-    ├── ConfigError               bad flag, env var or URL                       -> exit 2
+    ├── ConfigError               bad flag, env var or URL, a missing extra      -> exit 2
     │   └── StateRefused          the state and the cluster disagree beyond repair: nothing is
     │                             published, the line points at `logcount state show` -> exit 2
     ├── StackError                embedded stack cannot start (port taken, tool missing) -> exit 2

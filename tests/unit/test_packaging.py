@@ -4,6 +4,7 @@ wheel built from the checkout, installed into a folder of its own and imported f
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -82,3 +83,16 @@ def test_the_wheel_ships_no_experiment_instrument(wheel: Path):
     shipped = {Path(n).stem for n in names if n.endswith(".py")}
     assert not shipped & set(MOVED_TO_TOOLS), sorted(shipped & set(MOVED_TO_TOOLS))
     assert all((ROOT / "tools" / f"{m}.py").is_file() for m in MOVED_TO_TOOLS)
+
+
+def test_pip_install_pulls_no_plotting_library(wheel: Path):
+    """matplotlib is `logcount bench`'s alone: only the `bench` extra requires it."""
+    zf = zipfile.ZipFile(wheel)
+    (meta,) = [n for n in zf.namelist() if n.endswith(".dist-info/METADATA")]
+    requires = [line.removeprefix("Requires-Dist:").strip()
+                for line in zf.read(meta).decode().splitlines()
+                if line.startswith("Requires-Dist:")]
+    named = [(re.match(r"[\w.-]+", r)[0].lower(), r.partition(";")[2].strip()) for r in requires]
+    plotting = [(name, marker) for name, marker in named
+                if name in ("matplotlib", "seaborn", "plotly", "bokeh", "pillow")]
+    assert plotting == [("matplotlib", 'extra == "bench"')], requires
