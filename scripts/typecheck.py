@@ -1,4 +1,5 @@
-"""Type-check the package as it installs: mypy over `logcount`, pipeline/ and connectors/ included.
+"""Type-check the package as it installs: mypy over `logcount`, pipeline/ and connectors/ included,
+and over tools/ (the experiment instruments, not installed) beside it.
 
 mypy finds modules by folder and does not read pyproject's package-dir mapping, so this lays the
 package out as it installs (links in .cache/typecheck/), runs mypy there with the project's
@@ -30,6 +31,7 @@ def layout(base: Path) -> dict[str, str]:
     for name, folder in mapping["package-dir"].items():
         (pkg / name.removeprefix("logcount.")).symlink_to(ROOT / folder)
         prefixes[f"logcount/{name.removeprefix('logcount.')}/"] = f"{folder}/"
+    (base / "tools").symlink_to(ROOT / "tools")  # run from a checkout, beside the package
     return prefixes
 
 
@@ -38,7 +40,7 @@ def main() -> int:
     prefixes = layout(base / "src")
     r = subprocess.run(
         [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
-         "--cache-dir", str(base / "mypy-cache"), "-p", "logcount"],
+         "--cache-dir", str(base / "mypy-cache"), "-p", "logcount", "-p", "tools"],
         cwd=base / "src", capture_output=True, text=True,
         env={k: v for k, v in os.environ.items() if k not in ("MYPYPATH", "PYTHONPATH")})
     for line in (r.stdout + r.stderr).splitlines():
