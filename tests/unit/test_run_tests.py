@@ -28,16 +28,16 @@ def test_a_junit_report_is_read_with_each_status(tmp_path: Path):
     junit = tmp_path / "junit.xml"
     junit.write_text(
         '<testsuites><testsuite name="pytest">'
-        '<testcase classname="tests.unit.test_a" name="test_ok" time="1.5"/>'
-        '<testcase classname="tests.unit.test_a" name="test_bad" time="0.2">'
+        '<testcase classname="suite.test_a" name="test_ok" time="1.5"/>'
+        '<testcase classname="suite.test_a" name="test_bad" time="0.2">'
         '<failure message="x"/></testcase>'
-        '<testcase classname="tests.unit.test_a" name="test_err" time="0.1">'
+        '<testcase classname="suite.test_a" name="test_err" time="0.1">'
         '<error message="x"/></testcase>'
-        '<testcase classname="tests.unit.test_b" name="test_skip[1]" time="0">'
+        '<testcase classname="suite.test_b" name="test_skip[1]" time="0">'
         '<skipped message="x"/></testcase>'
         '</testsuite></testsuites>')
     got = cases(junit)
-    assert got[0] == Case("tests/unit/test_a.py::test_ok", 1.5, "passed")
+    assert got[0] == Case("suite/test_a.py::test_ok", 1.5, "passed")
     assert [c.status for c in got] == ["passed", "failed", "error", "skipped"]
     assert closing_line(got) == "tests: 1 passed, 2 failed, 1 skipped"
     assert closing_line(got[:1]) == "tests: 1 passed, 0 failed"
