@@ -1,9 +1,10 @@
-"""The README stays true: its test command is what CI runs, its reference is the settings'."""
+"""The README and docs/ stay true: the README's test command is what CI runs, the configuration
+reference (docs/configuration.md) is the settings', and every local link resolves."""
 
 import re
 from pathlib import Path
 
-from scripts.gen_readme_reference import render
+from scripts.gen_config_reference import BEGIN, END, TARGET, render
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,8 +27,10 @@ def test_ci_runs_the_readme_test_command_verbatim():
 
 
 def test_configuration_reference_is_generated_from_the_settings():
-    readme = (ROOT / "README.md").read_text()
-    assert render(readme) == readme, "run: .venv/bin/python scripts/gen_readme_reference.py"
+    assert TARGET == ROOT / "docs" / "configuration.md"
+    text = TARGET.read_text()
+    assert BEGIN in text and END in text, f"{TARGET} lost its reference markers"
+    assert render(text) == text, "run: .venv/bin/python scripts/gen_config_reference.py"
 
 
 # --- Comments keep the why, docs/tuning.md keeps the measurements -------------------------------

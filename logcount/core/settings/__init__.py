@@ -1,11 +1,12 @@
 """One frozen settings object per command, read from flags, then `LOGCOUNT_*` env, then defaults.
 
 `framework.py`: a field's metadata (`opt(...)`) is the single source for its flag, its env
-variable, its help text, its range, whether it is a secret, and the README's configuration
-reference; secrets are masked in `repr()` and therefore in every log line that prints settings.
+variable, its help text, its range, whether it is a secret, and the configuration reference
+(docs/configuration.md); secrets are masked in `repr()` and therefore in every log line that
+prints settings.
 `groups.py`: the field groups commands share (Kafka client, counting, service); `commands.py`:
-one class per command; `values.py`: URLs, durations, librdkafka items; `reference.py`: the
-README's reference.
+one class per command; `values.py`: URLs, durations, librdkafka items; `reference.py`: that
+reference.
 
 A new flag is one field, declared once: in a group (every command that takes the group gets it)
 or in a command's class. Its flag comes last in that command's help unless its `flag_order`

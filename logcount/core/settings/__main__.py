@@ -1,4 +1,4 @@
-"""`python -m logcount.core.settings`: print the README's configuration reference."""
+"""`python -m logcount.core.settings`: print the configuration reference (docs/configuration.md)."""
 
 from logcount.core.settings.reference import reference_markdown
 

@@ -1,6 +1,6 @@
 """The settings framework: a field declares its flag, env variable, help, range and whether it is
 a secret (`opt(...)` metadata); from that alone come the command's flags, the reading of a value
-from flags, then `LOGCOUNT_*` env, then defaults, the masked repr and the README's reference.
+from flags, then `LOGCOUNT_*` env, then defaults, the masked repr and the configuration reference.
 
 A settings class is a frozen dataclass deriving from `Settings`, declared with
 `@dataclass(frozen=True, kw_only=True, repr=False)` (repr=False keeps the masked repr).

@@ -1,5 +1,5 @@
-"""The README's configuration reference, generated from the settings classes
-(scripts/gen_readme_reference.py writes it; a test fails when the README differs)."""
+"""The configuration reference of docs/configuration.md, generated from the settings classes
+(scripts/gen_config_reference.py writes it there; a test fails when the file differs)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ EXTRA_ENV = {
 
 
 def reference_markdown() -> str:
-    """The README's configuration reference, generated from the settings classes."""
+    """The configuration reference (docs/configuration.md), generated from the settings classes."""
     sections = [
         ("run", RunSettings), ("state show", StateShowSettings), ("sink", SinkSettings),
         ("produce", ProduceSettings), ("demo", DemoSettings), ("bench", BenchSettings),
