@@ -1,5 +1,5 @@
 """The log shapes real services and shippers put in Kafka, the `logcount run` flags that count
-each (the README's "Your log format" is held to this table by a test), and a synthetic generator
+each (docs/log-formats.md is held to this table by a test), and a synthetic generator
 for every shape (`logcount produce --synthetic N --shape SHAPE`, the tests, the bench).
 
 `SHAPES` names them; `RUN_FLAGS[shape]` are the counting flags a stage needs for that shape (the
@@ -70,8 +70,8 @@ def run_format(shape: str, **overrides: Any) -> LineFormat:
     kwargs: dict[str, Any] = {flags[i].removeprefix("--").replace("-", "_"): flags[i + 1]
                               for i in range(0, len(flags), 2)}
     return LineFormat.from_flags(**{**kwargs, **overrides})
-# Shapes of programs that log stack traces (the JVM's, Python's): README's recipe for each adds
-# --continuation-lines skip to RUN_FLAGS (which the synthetic generator's counts are made for).
+# Shapes of programs that log stack traces (the JVM's, Python's): docs/log-formats.md adds
+# --continuation-lines skip to RUN_FLAGS for each (the generator's counts are made for it).
 TRACE_SHAPES = frozenset({"kafka", "log4j2", "python", "spark"})
 # Shapes whose times name no zone: written in the generator's `timezone`, read with --timezone.
 ZONELESS = frozenset({"seed", "kafka", "log4j2", "python", "spark", "mariadb", "filebeat",
@@ -152,8 +152,8 @@ class SeriesCounts:
         return (r.fields or {}).get(source, "")
 
     def document(self) -> dict:
-        """The --expect file (README, produce): the grouping, then one entry per series and
-        minute, sorted by minute, then by the values."""
+        """The --expect file (produce; docs/log-formats.md): the grouping, then one entry per
+        series and minute, sorted by minute, then by the values."""
         return {"group_by": {n: s for n, s in self.dims}, "levels": ",".join(sorted(self.levels)),
                 "series": [{"minute": minute_label(m), "dims": dict(zip(
                     (n for n, _ in self.dims), values, strict=True)), "count": c}

@@ -1,4 +1,4 @@
-"""The recipes of README's "Your log format" on real programs' own output.
+"""The recipes of docs/log-formats.md on real programs' own output.
 
 Each test starts the program (MariaDB, Prometheus, toxiproxy, Python's http.server; the stack's
 Kafka broker and a stage's Spark driver), makes it log errors and warnings, captures what it
@@ -425,11 +425,11 @@ def test_kafka_broker_and_spark_driver_logs(endpoints, names, tmp_path):
     assert seen["ERROR"] and seen["WARN"], seen
 
 
-def test_the_readme_shows_each_recipe_verbatim():
-    """README's "Recipes proven on real programs" shows these tests' flags, in their order
-    (its --timezone is an example: the server's zone)."""
-    readme = (home() / "README.md").read_text()
-    section = readme.split("\n### Recipes proven on real programs\n", 1)[1].split("\n## ", 1)[0]
+def test_the_log_formats_doc_shows_each_recipe_verbatim():
+    """docs/log-formats.md's "Recipes proven on real programs" shows these tests' flags, in their
+    order (its --timezone is an example: the server's zone)."""
+    doc = (home() / "docs" / "log-formats.md").read_text()
+    section = doc.split("\n## Recipes proven on real programs\n", 1)[1].split("\n## ", 1)[0]
     shown = []
     for cmd in re.findall(r"```sh\n(logcount run[^\n]*)\n```", section):
         args = shlex.split(cmd)[2:]

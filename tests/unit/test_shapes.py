@@ -1,6 +1,6 @@
 """The synthetic shapes (logcount/formats/shapes.py) are what they claim: every record's generation
 metadata agrees with the pure rule under the shape's own `logcount run` flags, the seed shape is
-today's generator, and the README's "Your log format" section shows RUN_FLAGS verbatim."""
+today's generator, and docs/log-formats.md shows RUN_FLAGS verbatim."""
 
 from __future__ import annotations
 
@@ -149,20 +149,20 @@ def test_an_unknown_shape_is_refused():
         next(synthetic_records("syslog", 1, 1))
 
 
-# --- the README's "Your log format" -----------------------------------------------------------
+# --- docs/log-formats.md ----------------------------------------------------------------------
 
 
-def readme_shapes() -> dict[str, tuple[str, str]]:
-    """shape -> (sample line, run command) from the README's "Your log format" section."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("\n## Your log format\n", 1)[1].split("\n## ", 1)[0]
+def documented_shapes() -> dict[str, tuple[str, str]]:
+    """shape -> (sample line, run command) from docs/log-formats.md's "Each source's flags"."""
+    doc = (ROOT / "docs" / "log-formats.md").read_text()
+    section = doc.split("\n## Each source's flags\n", 1)[1].split("\n## ", 1)[0]
     found = re.findall(r"\(`--shape ([a-z0-9-]+)`\):\n\n```text\n(.*?)\n```\n\n```sh\n(.*?)\n```",
                        section, flags=re.S)
     return {shape: (sample, run) for shape, sample, run in found}
 
 
-def test_readme_shows_every_shape_with_its_run_flags_verbatim():
-    shown = readme_shapes()
+def test_the_log_formats_doc_shows_every_shape_with_its_run_flags_verbatim():
+    shown = documented_shapes()
     assert list(shown) == list(SHAPES)
     for shape, (_sample, run) in shown.items():
         flags = RUN_FLAGS[shape] + (("--continuation-lines", "skip") if shape in TRACE_SHAPES
@@ -171,8 +171,8 @@ def test_readme_shows_every_shape_with_its_run_flags_verbatim():
         assert shlex.split(run)[2:] == list(flags)
 
 
-def test_readme_samples_are_counted_by_their_flags():
-    for shape, (sample, _run) in readme_shapes().items():
+def test_the_documented_samples_are_counted_by_their_flags():
+    for shape, (sample, _run) in documented_shapes().items():
         fmt = line_format(shape)
         got = parse_record(sample.encode(), fmt)
         assert isinstance(got, Parsed) and got.level in fmt.levels, (shape, got)

@@ -104,7 +104,7 @@ class CountingFields(Settings):
         "instead of the default line rule", metavar="REGEX"))
     time_pattern: str | None = field(default=None, metadata=opt(
         "a Spark datetime pattern for times that are not ISO 8601 (yy/MM/dd HH:mm:ss; "
-        "[ ] an optional section): the letters README's Your log format lists",
+        "[ ] an optional section): the letters docs/log-formats.md lists",
         metavar="PATTERN"))
     json_line_field: str | None = field(default=None, metadata=opt(
         "each record is a JSON object whose string field PATH is the log line (Filebeat and "
