@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RULES_DIR = ROOT / "deploy" / "prometheus"
 RULES = RULES_DIR / "alerts.yml"
 RULE_TESTS = RULES_DIR / "alerts_test.yml"
+OPERATIONS_DOC = ROOT / "docs" / "operations.md"  # the scrape config and the per-series PromQL
 HEALTHY = "a healthy stage and sink for two hours"
 
 
@@ -72,21 +73,21 @@ def test_every_alert_is_labelled_explained_and_tested_both_ways() -> None:
         assert name in silent, f"the healthy series does not check that {name} stays silent"
 
 
-def test_the_readme_names_the_file_and_scrapes_the_jobs_the_rules_watch() -> None:
-    readme = (ROOT / "README.md").read_text()
-    assert "deploy/prometheus/alerts.yml" in readme
+def test_the_operations_doc_names_the_file_and_scrapes_the_jobs_the_rules_watch() -> None:
+    doc = OPERATIONS_DOC.read_text()
+    assert "deploy/prometheus/alerts.yml" in doc
     jobs = set(re.findall(r'up\{job="([^"]+)"\}', RULES.read_text()))
     assert jobs == {"logcount-stage", "logcount-sink"}
     for job in jobs:
-        assert f"job_name: {job}" in readme, f"the README's scrape config lacks job {job}"
+        assert f"job_name: {job}" in doc, f"docs/operations.md's scrape config lacks job {job}"
 
 
-def test_the_readme_promql_per_service_computes_the_rate_and_the_error_ratio(tmp_path) -> None:
-    """README's per-series PromQL, as recording rules over synthetic per-level, per-service
-    counters: ERROR lines a minute per service, and ERROR over all lines."""
-    readme = (ROOT / "README.md").read_text()
-    block = re.findall(r"```promql\n(.*?)\n```", readme, flags=re.S)
-    assert len(block) == 1, "README shows one promql block"
+def test_the_documented_promql_per_service_computes_the_rate_and_the_error_ratio(tmp_path) -> None:
+    """docs/operations.md's per-series PromQL, as recording rules over synthetic per-level,
+    per-service counters: ERROR lines a minute per service, and ERROR over all lines."""
+    doc = OPERATIONS_DOC.read_text()
+    block = re.findall(r"```promql\n(.*?)\n```", doc, flags=re.S)
+    assert len(block) == 1, "docs/operations.md shows one promql block"
     per_minute, ratio = (e.strip() for e in block[0].split("\n\n"))
     (tmp_path / "readme.yml").write_text(yaml.safe_dump({"groups": [{"name": "readme", "rules": [
         {"record": "readme:errors_per_minute", "expr": per_minute},
