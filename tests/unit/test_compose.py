@@ -106,7 +106,7 @@ def _published() -> dict[str, tuple[str, int]]:
 def test_no_service_publishes_a_fixed_host_port():
     """Nothing in the demo needs a host port (the services talk over its own network): each
     one published is for the user, on 127.0.0.1, free unless the user's variable chooses it, and
-    is the one the script prints and checks, and the README names."""
+    is the one the script prints and checks, and docs/user-guide.md names."""
     published = _published()
     assert set(published) == {"spark-master", "stage", "sink"}
     for name, svc in SERVICES.items():
@@ -114,9 +114,9 @@ def test_no_service_publishes_a_fixed_host_port():
     script = {(svc, int(port), var) for svc, port, var in re.findall(
         r'^\s+"([\w-]+):(\d+):(LOGCOUNT_DEMO_\w+):', SCRIPT.read_text(), re.M)}
     assert script == {(name, port, var) for name, (var, port) in published.items()}
-    readme = (ROOT / "README.md").read_text()
+    guide = (ROOT / "docs" / "user-guide.md").read_text()
     for var, _ in published.values():
-        assert var in readme, var
+        assert var in guide, var
     # No override adds one back (compose files merge `ports` lists).
     assert not any("ports" in svc for svc in CI.values())
 
