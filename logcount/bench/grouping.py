@@ -8,7 +8,7 @@
               ungrouped against --group-by key, interleaved: p99 of the probes, at the default
               cadence and unpaced (--min-batch-interval 0)
 --grouping-parts runs only some, in this order. Writes grouping.json and grouping.md in --out; the
-goals are the README's (Speed).
+goals are docs/benchmarks.md's (Per-series counting).
 """
 
 from __future__ import annotations

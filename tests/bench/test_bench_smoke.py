@@ -5,8 +5,8 @@ latency probes were all seen through a read_committed reader (Kafka Streams', St
 Streaming's and the stage's, at both rates, with their CPU and RSS), that recovery was measured,
 and that the three outputs exist. The latency runs are short and not repeated here (the
 combination of repeats is tests/unit/test_bench_report.py's): the smoke proves the harness.
-Speed is not asserted here: goals are judged by `logcount bench` at full size (README,
-Benchmarks), never by a timed test.
+Speed is not asserted here: goals are judged by `logcount bench` at full size
+(docs/benchmarks.md), never by a timed test.
 """
 
 import json

@@ -4,7 +4,7 @@ It asserts that every series was sampled (the stage's and its JVM's /proc figure
 through jcmd, its RSS by region, the batch figures from /metrics, the probe latency), that every
 probe was seen and that the output totals equal what was produced, exactly. No speed and no
 slope is asserted: a half minute is all warm-up for a JVM; the goals are judged by a run of 20
-minutes or more (README, Benchmarks).
+minutes or more (docs/benchmarks.md).
 """
 
 import json
