@@ -4,7 +4,7 @@
 Reads the jdk.ExecutionSample events (`jfr print --json`, the JDK's own tool) and prints the
 methods most often on top of a sampled stack (self) and anywhere in it (inclusive, once per
 sample), with their share of the samples. Used on `python -m tools.cycle --jfr`'s
-cycle.jfr for docs/bench's profile.
+cycle.jfr for the profile behind docs/benchmarks.md's CPU floor.
 """
 
 from __future__ import annotations

@@ -68,8 +68,7 @@ def _files(*roots: str, suffix: str | None = None) -> list[Path]:
             rel = path.relative_to(ROOT)
             linked = any((ROOT / Path(*rel.parts[:i])).is_symlink()
                          for i in range(1, len(rel.parts) + 1))
-            if (linked or not path.is_file() or "__pycache__" in rel.parts
-                    or rel.as_posix().startswith("docs/bench/run-")):
+            if linked or not path.is_file() or "__pycache__" in rel.parts:
                 continue
             if suffix is None or path.suffix == suffix:
                 out.append(path)
@@ -177,8 +176,7 @@ def _slug(heading: str) -> str:
 
 def test_local_links_of_the_readme_and_docs_resolve():
     dead = []
-    docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
-            ROOT / "docs" / "bench" / "README.md"]
+    docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
     for md in docs:
         for url in re.findall(r"\]\(([^)\s]+)\)", md.read_text()):
             if url.startswith(("http://", "https://", "mailto:")):
