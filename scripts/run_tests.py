@@ -1,14 +1,15 @@
-"""The whole test suite, its tiers side by side: `.venv/bin/python scripts/run_tests.py`.
+"""The whole test suite, side by side: `.venv/bin/python scripts/run_tests.py`.
 
-The tiers fall into lanes (LANES). Where this machine lets us make network namespaces (root and
-`ip netns`), each lane runs in one of its own, with its own embedded stack on the contract's
-ports (127.0.0.1:9092 and :3306 are the lane's alone) and its own state directory, so one lane's
-broker bounces and MariaDB kills never touch another's tests. The lanes of PARALLEL run at once;
-the docker tier runs last, alone, in the machine's own namespace (it starts a Docker engine and
-fills both cores). Elsewhere every tier runs in one pytest, one after another, as plain `pytest`.
+The suite is cut into jobs (a test file, or a few that share a fixture), and LANES lanes take
+them from one queue, longest first. Where this machine lets us make network namespaces (root
+and `ip netns`), each lane is one of its own, with its own embedded stack on the contract's
+ports (127.0.0.1:9092 and :3306 are the lane's alone) and its own state directory, so one
+lane's broker bounces and MariaDB kills never touch another lane's tests. The docker tier runs
+last, alone, in the machine's own namespace: it starts a Docker engine and fills both cores.
+Elsewhere every tier runs in one pytest, one after another, as plain `pytest` does.
 
 Arguments, if any, go to one plain pytest run instead (`scripts/run_tests.py tests/unit -x`).
-Each lane's output is printed whole when it ends; then the slowest tests of the whole run and
+Each job's output is printed whole when it ends; then the slowest tests of the whole run and
 one closing line, `tests: N passed, N failed, N skipped`.
 """
 
@@ -18,39 +19,39 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+TESTS = ROOT / "tests"
 OUT = ROOT / ".cache" / "lanes"
 SLOWEST = 20
+# Three lanes on two cores: the suite waits on brokers, JVM starts and fault windows more than
+# it computes. Figures: docs/tuning.md#test-suite-time
+LANES = int(os.environ.get("LOGCOUNT_TEST_LANES", "3"))
 
-
-@dataclass(frozen=True)
-class Lane:
-    name: str
-    paths: tuple[str, ...]
-
-
-# Side by side: measured with this script's own per-lane times (docs/tuning.md#test-suite-time).
-PARALLEL = (
-    Lane("core", ("tests/unit", "tests/integration", "tests/newcomer", "tests/bench")),
-    Lane("chaos", ("tests/chaos",)),
-    Lane("secured", ("tests/secured", "tests/network")),
+# Jobs that go first, longest first (seconds alone, from this script's report): each is one
+# pytest run. Every other file of a tier is a job of its own after these; the compat tier is
+# opt-in (tests/conftest.py) and the docker tier comes last, alone.
+FIRST: tuple[tuple[str, ...], ...] = (
+    ("tests/chaos/test_chaos.py",),
+    ("tests/bench",),
+    # One secured cluster (a session fixture) for both tiers: started once, not per file.
+    ("tests/secured", "tests/network"),
+    ("tests/integration/test_state_drift.py",),
+    ("tests/integration/test_formats.py",),
+    ("tests/integration/test_cluster.py",),
+    ("tests/integration/test_partitions.py",),
+    ("tests/chaos/test_heal.py",),
+    ("tests/chaos/test_faults.py",),
+    ("tests/unit",),
+    ("tests/newcomer",),
 )
-LAST = Lane("docker", ("tests/docker",))
-LANES = (*PARALLEL, LAST)
-
-
-@dataclass
-class Outcome:
-    lane: Lane
-    returncode: int
-    seconds: float
-    log: Path
-    junit: Path
+TIERS = ("bench", "chaos", "integration", "network", "newcomer", "secured", "unit")
+LAST = ("tests/docker",)
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,28 @@ class Case:
     nodeid: str
     seconds: float
     status: str  # passed | failed | error | skipped
+
+
+@dataclass
+class Done:
+    paths: tuple[str, ...]
+    returncode: int
+    seconds: float
+    junit: Path
+
+
+def jobs(tests: Path = TESTS) -> list[tuple[str, ...]]:
+    """FIRST, then each file of a tier that FIRST does not name, in order."""
+    named = {p for job in FIRST for p in job}
+    rest = []
+    for tier in TIERS:
+        if f"tests/{tier}" in named:
+            continue
+        for f in sorted((tests / tier).glob("test_*.py")):
+            rel = f"tests/{tier}/{f.name}"
+            if rel not in named:
+                rest.append((rel,))
+    return [*FIRST, *rest]
 
 
 def cases(junit: Path) -> list[Case]:
@@ -85,7 +108,7 @@ def closing_line(all_cases: list[Case]) -> str:
 
 def namespaces_work() -> bool:
     """Root with a working `ip netns` (gVisor, VMs and containers with CAP_SYS_ADMIN do)."""
-    if os.geteuid() != 0 or not shutil.which("ip") or os.environ.get("LOGCOUNT_LANES") == "off":
+    if os.geteuid() != 0 or not shutil.which("ip") or LANES < 2:
         return False
     probe = f"lc-probe-{os.getpid()}"
     made = subprocess.run(["ip", "netns", "add", probe], capture_output=True).returncode == 0
@@ -94,24 +117,35 @@ def namespaces_work() -> bool:
     return made
 
 
-class Namespace:
-    """A network namespace with only its loopback, up."""
+class Lane:
+    """A network namespace with only its loopback, and an embedded stack of its own in it."""
 
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __enter__(self) -> Namespace:
-        subprocess.run(["ip", "netns", "del", self.name], capture_output=True)  # a stale one
-        subprocess.run(["ip", "netns", "add", self.name], check=True)
-        subprocess.run(["ip", "netns", "exec", self.name, "ip", "link", "set", "lo", "up"],
-                       check=True)
-        return self
+    def __init__(self, index: int) -> None:
+        self.name = f"lc-lane{index}"
+        self.dir = OUT / self.name
+        self.env = {**os.environ,
+                    "LOGCOUNT_STATE_DIR": str(self.dir / "stack"),
+                    # A Docker engine's published ports are not in this namespace.
+                    "LOGCOUNT_TEST_STACK": "embedded",
+                    "SPARK_LOCAL_IP": "127.0.0.1"}
 
     def prefix(self) -> list[str]:
         return ["ip", "netns", "exec", self.name]
 
-    def __exit__(self, *exc: object) -> None:
-        # Whatever a lane left running dies with its namespace, not after the run.
+    def open(self) -> None:
+        subprocess.run(["ip", "netns", "del", self.name], capture_output=True)  # a stale one
+        subprocess.run(["ip", "netns", "add", self.name], check=True)
+        subprocess.run([*self.prefix(), "ip", "link", "set", "lo", "up"], check=True)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        self.dir.mkdir(parents=True)
+        # Up before the first job, so the session fixture finds it and leaves it up for the next.
+        subprocess.run([*self.prefix(), sys.executable, "-m", "logcount.cli", "stack", "up"],
+                       env=self.env, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+
+    def close(self) -> None:
+        subprocess.run([*self.prefix(), sys.executable, "-m", "logcount.cli", "stack", "down"],
+                       env=self.env, cwd=ROOT, capture_output=True)
+        # Whatever a job left running dies with its namespace, not after the run.
         pids = subprocess.run(["ip", "netns", "pids", self.name], capture_output=True,
                               text=True).stdout.split()
         for pid in pids:
@@ -119,94 +153,94 @@ class Namespace:
         subprocess.run(["ip", "netns", "del", self.name], capture_output=True)
 
 
-def pytest_command(lane: Lane, out: Path) -> list[str]:
-    return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-            f"--junitxml={out / 'junit.xml'}", f"--basetemp=/tmp/lc-{lane.name}",
-            "-o", "junit_family=xunit1", *lane.paths]
+class Runner:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.done: list[Done] = []
+        self.count = 0
 
-
-def start(lane: Lane, ns: Namespace | None) -> tuple[subprocess.Popen, Path]:
-    out = OUT / lane.name
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
-    env = dict(os.environ)
-    if ns is not None:
-        env.update({
-            "LOGCOUNT_STATE_DIR": str(out / "stack"),  # the lane's own embedded stack
-            "LOGCOUNT_TEST_STACK": "embedded",  # a Docker engine's ports are not in this namespace
-            "SPARK_LOCAL_IP": "127.0.0.1",
-        })
-    cmd = (ns.prefix() if ns else []) + pytest_command(lane, out)
-    log = out / "pytest.log"
-    with open(log, "wb") as f:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=f, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL)
-    return proc, log
-
-
-def run_lanes(lanes: tuple[Lane, ...], isolated: bool) -> list[Outcome]:
-    """Start every lane, wait for all; print each lane's output as it ends."""
-    running = []
-    began = time.monotonic()
-    for lane in lanes:
-        ns = Namespace(f"lc-{lane.name}").__enter__() if isolated else None
-        proc, log = start(lane, ns)
-        print(f"lanes: {lane.name} started ({' '.join(lane.paths)})", flush=True)
-        running.append((lane, ns, proc, log))
-    outcomes = []
-    while running:
-        for item in list(running):
-            lane, ns, proc, log = item
-            if proc.poll() is None:
-                continue
-            running.remove(item)
-            if ns is not None:
-                ns.__exit__(None, None, None)
-            seconds = time.monotonic() - began
-            print(f"\n===== lane {lane.name}: exit {proc.returncode} after {seconds:.0f} s =====",
+    def run(self, paths: tuple[str, ...], lane: Lane | None) -> None:
+        with self.lock:
+            self.count += 1
+            n = self.count
+        out = OUT / f"job{n:02d}"
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+        junit, log = out / "junit.xml", out / "pytest.log"
+        cmd = [*(lane.prefix() if lane else []), sys.executable, "-m", "pytest",
+               "-p", "no:cacheprovider", f"--junitxml={junit}", f"--basetemp=/tmp/lc-job{n:02d}",
+               *paths]
+        began = time.monotonic()
+        with open(log, "wb") as f:
+            rc = subprocess.call(cmd, cwd=ROOT, env=lane.env if lane else None, stdout=f,
+                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        seconds = time.monotonic() - began
+        with self.lock:
+            where = lane.name if lane else "here"
+            print(f"\n===== {' '.join(paths)} ({where}): exit {rc} after {seconds:.0f} s =====",
                   flush=True)
             sys.stdout.write(log.read_text(errors="replace"))
             sys.stdout.flush()
-            outcomes.append(Outcome(lane, proc.returncode, seconds, log,
-                                    OUT / lane.name / "junit.xml"))
-        time.sleep(1)
-    return outcomes
+            self.done.append(Done(paths, rc, seconds, junit))
 
+    def lanes(self, queue: list[tuple[str, ...]], count: int) -> None:
+        """`count` lanes take jobs from the queue until it is empty."""
+        take = threading.Lock()
 
-def report(outcomes: list[Outcome], seconds: float) -> int:
-    all_cases = [c for o in outcomes for c in cases(o.junit)]
-    print(f"\n===== the run: {seconds:.0f} s =====")
-    for o in outcomes:
-        mine = cases(o.junit)
-        print(f"lane {o.lane.name:8} exit {o.returncode}  {o.seconds:6.0f} s  "
-              f"{closing_line(mine).removeprefix('tests: ')}")
-    print(f"\n{SLOWEST} slowest tests:")
-    for c in sorted(all_cases, key=lambda c: -c.seconds)[:SLOWEST]:
-        print(f"{c.seconds:8.1f} s  {c.nodeid}")
-    bad = [c.nodeid for c in all_cases if c.status in ("failed", "error")]
-    if bad:
-        print("\nfailed:", *bad, sep="\n  ")
-    print("\n" + closing_line(all_cases))
-    if not all_cases:
-        print("lanes: no test ran - treating that as a failure", file=sys.stderr)
-        return 1
-    # pytest's exit 5 ("no tests collected") in a lane is a broken lane, not a green one.
-    return max((0 if o.returncode == 0 else 1) for o in outcomes)
+        def work(index: int) -> None:
+            lane = Lane(index)
+            lane.open()
+            try:
+                while True:
+                    with take:
+                        if not queue:
+                            return
+                        paths = queue.pop(0)
+                    self.run(paths, lane)
+            finally:
+                lane.close()
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(count)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    def report(self, seconds: float) -> int:
+        all_cases = [c for d in self.done for c in cases(d.junit)]
+        print(f"\n===== the run: {seconds:.0f} s =====")
+        for d in sorted(self.done, key=lambda d: -d.seconds):
+            print(f"{d.seconds:6.0f} s  exit {d.returncode}  {' '.join(d.paths)}  "
+                  f"({closing_line(cases(d.junit)).removeprefix('tests: ')})")
+        print(f"\n{SLOWEST} slowest tests:")
+        for c in sorted(all_cases, key=lambda c: -c.seconds)[:SLOWEST]:
+            print(f"{c.seconds:8.1f} s  {c.nodeid}")
+        bad = [c.nodeid for c in all_cases if c.status in ("failed", "error")]
+        if bad:
+            print("\nfailed:", *bad, sep="\n  ")
+        print("\n" + closing_line(all_cases))
+        if not all_cases:
+            print("run_tests: no test ran - treating that as a failure", file=sys.stderr)
+            return 1
+        # pytest's exit 5 ("no tests collected") in a job is a broken job, not a green one.
+        return 0 if all(d.returncode == 0 for d in self.done) else 1
 
 
 def main(argv: list[str]) -> int:
     if argv:
         return subprocess.call([sys.executable, "-m", "pytest", *argv], cwd=ROOT)
     began = time.monotonic()
-    if not namespaces_work():
-        print("lanes: no network namespaces here (root and `ip netns` needed): "
-              "every tier in one pytest, one after another", flush=True)
-        outcomes = run_lanes((Lane("all", tuple(p for lane in LANES for p in lane.paths)),),
-                             isolated=False)
+    runner = Runner()
+    if namespaces_work():
+        print(f"run_tests: {LANES} lanes, each in a network namespace with its own stack; "
+              "then the docker tier", flush=True)
+        runner.lanes(jobs(), LANES)
+        runner.run(LAST, None)
     else:
-        outcomes = run_lanes(PARALLEL, isolated=True)
-        outcomes += run_lanes((LAST,), isolated=False)
-    return report(outcomes, time.monotonic() - began)
+        print("run_tests: no network namespaces here (root and `ip netns` needed): every tier "
+              "in one pytest, one after another", flush=True)
+        runner.run(tuple(f"tests/{t}" for t in (*TIERS, "docker")), None)
+    return runner.report(time.monotonic() - began)
 
 
 if __name__ == "__main__":

@@ -5,23 +5,33 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from scripts.run_tests import LANES, PARALLEL, Case, cases, closing_line
+from scripts.run_tests import FIRST, LAST, TIERS, Case, cases, closing_line, jobs
 
 ROOT = Path(__file__).resolve().parents[2]
 OPT_IN = {"compat"}  # collected only when named (tests/conftest.py)
 
 
-def test_every_tier_runs_in_exactly_one_lane():
+def test_every_test_file_runs_in_exactly_one_job():
     markers = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"][
         "ini_options"]["markers"]
-    tiers = {m.split(":")[0] for m in markers} - OPT_IN
-    placed = [p.removeprefix("tests/") for lane in LANES for p in lane.paths]
-    assert sorted(placed) == sorted(tiers)
-    assert {p.name for p in (ROOT / "tests").iterdir() if p.is_dir()} >= tiers
+    assert {m.split(":")[0] for m in markers} - OPT_IN == {*TIERS, "docker"}
+
+    def files(path: str) -> set[str]:
+        p = ROOT / path
+        return {path} if p.is_file() else {
+            f.relative_to(ROOT).as_posix() for f in p.rglob("test_*.py")}
+
+    covered = [f for job in jobs() for path in job for f in files(path)]
+    every = {f.relative_to(ROOT).as_posix() for tier in TIERS
+             for f in (ROOT / "tests" / tier).rglob("test_*.py")}
+    assert sorted(covered) == sorted(every)  # each once, none left out
 
 
-def test_the_docker_tier_is_not_beside_another():
-    assert all("tests/docker" not in lane.paths for lane in PARALLEL)
+def test_the_named_jobs_come_first_and_the_docker_tier_is_apart():
+    got = jobs()
+    assert got[:len(FIRST)] == list(FIRST)
+    assert all(not p.startswith("tests/docker") for job in got for p in job)
+    assert LAST == ("tests/docker",)
 
 
 def test_a_junit_report_is_read_with_each_status(tmp_path: Path):
