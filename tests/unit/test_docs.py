@@ -174,10 +174,14 @@ def _slug(heading: str) -> str:
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
 
 
+def _markdown() -> list[Path]:
+    """The README and every Markdown file under docs/, at any depth."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
 def test_local_links_of_the_readme_and_docs_resolve():
     dead = []
-    docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-    for md in docs:
+    for md in _markdown():
         for url in re.findall(r"\]\(([^)\s]+)\)", md.read_text()):
             if url.startswith(("http://", "https://", "mailto:")):
                 continue
@@ -190,3 +194,16 @@ def test_local_links_of_the_readme_and_docs_resolve():
                 if anchor not in {_slug(h) for h in heads}:
                     dead.append(f"{md.relative_to(ROOT)}: {url}")
     assert not dead, dead
+
+
+README_MAX_LINES = 300
+
+
+def test_the_readme_is_a_front_door_to_every_guide():
+    """The README stays short and links every page of docs/ (the rest of the docs hang off it)."""
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= README_MAX_LINES, "move the detail into docs/"
+    linked = {url.partition("#")[0] for url in re.findall(r"\]\(([^)\s]+)\)", readme)}
+    unlinked = [f"docs/{p.name}" for p in sorted((ROOT / "docs").glob("*.md"))
+                if f"docs/{p.name}" not in linked]
+    assert not unlinked, f"the README's table of links lacks {unlinked}"
