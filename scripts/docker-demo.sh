@@ -190,19 +190,23 @@ engine_down() {
 # --- 2. Compose v2 ----------------------------------------------------------------------------
 compose_bin() {
   if docker compose version > /dev/null 2>&1; then echo "docker compose"; return; fi
-  local bin=$state/bin/docker-compose
+  # Per machine, not per checkout (like pip's and Maven's caches): a fresh clone, CI's included,
+  # does not build it again.
+  local cache=${XDG_CACHE_HOME:-$HOME/.cache}/logcount
+  local bin=$cache/docker-compose-$COMPOSE_VERSION
   if [ ! -x "$bin" ]; then
     # Debian 12 packages only Compose v1 (end of life; it rejects compose.yaml's `name:`). The
     # v2 plugin is one Go module: built here once (about 4 CPU-minutes), its caches deleted.
     command -v go > /dev/null || die "Docker Compose v2 is missing and Go is not here to build it"
     # To stderr: this function's stdout is the command it answers.
-    say "building Docker Compose $COMPOSE_VERSION with go install (once; cached in $state/bin)" >&2
+    say "building Docker Compose $COMPOSE_VERSION with go install (once; cached in $cache)" >&2
     local gotmp=$state/go
+    mkdir -p "$state/bin" "$cache"
     GOBIN=$PWD/$state/bin GOMODCACHE=$PWD/$gotmp/mod GOCACHE=$PWD/$gotmp/cache GOFLAGS=-modcacherw \
       go install -ldflags "-X github.com/docker/compose/v2/internal.Version=$COMPOSE_VERSION" \
       "github.com/docker/compose/v2/cmd@$COMPOSE_VERSION" > "$state/go.log" 2>&1 \
       || { tail -20 "$state/go.log" >&2; die "go install of Docker Compose failed"; }
-    mv "$state/bin/cmd" "$bin"
+    mv "$state/bin/cmd" "$bin.tmp" && mv "$bin.tmp" "$bin"
     rm -rf "$gotmp"
   fi
   echo "$bin"

@@ -5,8 +5,8 @@ them from one queue, longest first. Where this machine lets us make network name
 and `ip netns`), each lane is one of its own, with its own embedded stack on the contract's
 ports (127.0.0.1:9092 and :3306 are the lane's alone) and its own state directory, so one
 lane's broker bounces and MariaDB kills never touch another lane's tests. The docker tier runs
-last, alone, in the machine's own namespace: it starts a Docker engine and fills both cores.
-Elsewhere every tier runs in one pytest, one after another, as plain `pytest` does.
+beside them from the start, in the machine's own namespace (its Docker engine publishes ports
+there), as the longest job of all. Elsewhere every tier runs in one pytest, one after another, as plain `pytest` does.
 
 Arguments, if any, go to one plain pytest run instead (`scripts/run_tests.py tests/unit -x`).
 Each job's output is printed whole when it ends; then the slowest tests of the whole run and
@@ -35,7 +35,7 @@ LANES = int(os.environ.get("LOGCOUNT_TEST_LANES", "3"))
 
 # Jobs that go first, longest first (seconds alone, from this script's report): each is one
 # pytest run. Every other file of a tier is a job of its own after these; the compat tier is
-# opt-in (tests/conftest.py) and the docker tier comes last, alone.
+# opt-in (tests/conftest.py) and the docker tier runs beside the lanes.
 FIRST: tuple[tuple[str, ...], ...] = (
     ("tests/chaos/test_chaos.py",),
     ("tests/bench",),
@@ -232,10 +232,12 @@ def main(argv: list[str]) -> int:
     began = time.monotonic()
     runner = Runner()
     if namespaces_work():
-        print(f"run_tests: {LANES} lanes, each in a network namespace with its own stack; "
-              "then the docker tier", flush=True)
+        print(f"run_tests: {LANES} lanes, each in a network namespace with its own stack, and "
+              "the docker tier beside them", flush=True)
+        docker = threading.Thread(target=runner.run, args=(LAST, None))
+        docker.start()
         runner.lanes(jobs(), LANES)
-        runner.run(LAST, None)
+        docker.join()
     else:
         print("run_tests: no network namespaces here (root and `ip netns` needed): every tier "
               "in one pytest, one after another", flush=True)

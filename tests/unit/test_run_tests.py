@@ -27,7 +27,7 @@ def test_every_test_file_runs_in_exactly_one_job():
     assert sorted(covered) == sorted(every)  # each once, none left out
 
 
-def test_the_named_jobs_come_first_and_the_docker_tier_is_apart():
+def test_the_named_jobs_come_first_and_the_docker_tier_is_not_in_a_lane():
     got = jobs()
     assert got[:len(FIRST)] == list(FIRST)
     assert all(not p.startswith("tests/docker") for job in got for p in job)
