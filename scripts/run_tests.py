@@ -6,7 +6,8 @@ and `ip netns`), each lane is one of its own, with its own embedded stack on the
 ports (127.0.0.1:9092 and :3306 are the lane's alone) and its own state directory, so one
 lane's broker bounces and MariaDB kills never touch another lane's tests. The docker tier runs
 beside them from the start, in the machine's own namespace (its Docker engine publishes ports
-there), as the longest job of all. Elsewhere every tier runs in one pytest, one after another, as plain `pytest` does.
+there), as the longest job of all. Elsewhere every tier runs in one pytest, one after
+another, as plain `pytest` does.
 
 Arguments, if any, go to one plain pytest run instead (`scripts/run_tests.py tests/unit -x`).
 Each job's output is printed whole when it ends; then the slowest tests of the whole run and
