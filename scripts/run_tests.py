@@ -51,6 +51,10 @@ FIRST: tuple[tuple[str, ...], ...] = (
     ("tests/unit",),
     ("tests/newcomer",),
 )
+# What a job cannot fetch in its namespace (nothing there but loopback), made here beforehand:
+# the bench's Quix Streams venv, installed with pip on first use.
+PREPARE = {"tests/bench": [sys.executable, "-c",
+                           "from logcount.bench.runner import quix_python; quix_python()"]}
 TIERS = ("bench", "chaos", "integration", "network", "newcomer", "secured", "unit")
 LAST = ("tests/docker",)
 
@@ -159,8 +163,23 @@ class Runner:
         self.lock = threading.Lock()
         self.done: list[Done] = []
         self.count = 0
+        self.prepared: dict[str, threading.Thread] = {}
+
+    def prepare(self) -> None:
+        """Start PREPARE's commands; a job that needs one waits for it."""
+        def one(path: str, cmd: list[str]) -> None:
+            r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+            if r.returncode != 0:
+                print(f"run_tests: preparing {path} failed:\n{r.stderr[-2000:]}", flush=True)
+
+        for path, cmd in PREPARE.items():
+            self.prepared[path] = threading.Thread(target=one, args=(path, cmd))
+            self.prepared[path].start()
 
     def run(self, paths: tuple[str, ...], lane: Lane | None) -> None:
+        for path in paths:
+            if path in self.prepared:
+                self.prepared[path].join()
         with self.lock:
             self.count += 1
             n = self.count
@@ -235,6 +254,7 @@ def main(argv: list[str]) -> int:
     if namespaces_work():
         print(f"run_tests: {LANES} lanes, each in a network namespace with its own stack, and "
               "the docker tier beside them", flush=True)
+        runner.prepare()
         docker = threading.Thread(target=runner.run, args=(LAST, None))
         docker.start()
         runner.lanes(jobs(), LANES)

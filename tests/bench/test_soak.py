@@ -28,8 +28,17 @@ def test_a_short_soak_samples_every_series_and_counts_exactly(endpoints, tmp_pat
 
     samples = result["samples"]
     assert len(samples) == int(MINUTES * 60 // SAMPLE_S)
+    # The /proc and jcmd series in every interval; a batch's figures in every interval that ran
+    # a batch (a loaded machine can take longer than an interval for one), probes where seen.
+    with_batches = sum(1 for s in samples if s["batches"])
     for name in SERIES:
-        assert result["series"][name]["samples"] == len(samples), (name, result["series"][name])
+        got = result["series"][name]["samples"]
+        if name.startswith("batch_"):
+            assert got == with_batches >= 1, (name, result["series"][name])
+        elif name.startswith("latency_"):
+            assert 1 <= got <= len(samples), (name, result["series"][name])
+        else:
+            assert got == len(samples), (name, result["series"][name])
         assert "slope_per_hour" in result["series"][name]
     row = samples[-1]
     assert row["python_rss_mb"] > 10 and row["jvm_rss_mb"] > row["jvm_heap_after_gc_mb"] > 0
