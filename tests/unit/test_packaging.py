@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SUBPACKAGES = ("core", "formats", "bench", "pipeline", "connectors")
 # The experiment instruments that left logcount.bench for tools/, which runs from a checkout.
-MOVED_TO_TOOLS = ("cadence", "cycle", "dim_parse", "driver_cells", "jfr_top", "latency_recovery",
+MOVED_TO_TOOLS = ("cadence", "cycle", "dim_parse", "driver_cells", "jfr_top",
                   "partitions", "plan_steps", "projections", "rate", "scan_floor", "series_cells",
                   "state_restore", "steady_state", "thread_cpu")
 
