@@ -4,10 +4,10 @@ The suite is cut into jobs (a test file, or a few that share a fixture), and LAN
 them from one queue, longest first. Where this machine lets us make network namespaces (root
 and `ip netns`), each lane is one of its own, with its own embedded stack on the contract's
 ports (127.0.0.1:9092 and :3306 are the lane's alone) and its own state directory, so one
-lane's broker bounces and MariaDB kills never touch another lane's tests. The docker tier runs
-beside them from the start, in the machine's own namespace (its Docker engine publishes ports
-there), as the longest job of all. Elsewhere every tier runs in one pytest, one after
-another, as plain `pytest` does.
+lane's broker bounces and MariaDB kills never touch another lane's tests. The jobs that hold a
+stage to a time run two at most at once, at full priority; the others niced (`pick`). The
+docker tier runs in the machine's own namespace once no timed job is left. Elsewhere every tier
+runs in one pytest, one after another, as plain `pytest` does.
 
 Arguments, if any, go to one plain pytest run instead (`scripts/run_tests.py tests/unit -x`).
 Each job's output is printed whole when it ends; then the slowest tests of the whole run and
@@ -34,20 +34,33 @@ SLOWEST = 20
 # it computes. Figures: docs/tuning.md#test-suite-time
 LANES = int(os.environ.get("LOGCOUNT_TEST_LANES", "3"))
 
-# Jobs that go first, longest first (seconds alone, from this script's report): each is one
-# pytest run. Every other file of a tier is a job of its own after these; the compat tier is
-# opt-in (tests/conftest.py) and the docker tier runs beside the lanes.
-FIRST: tuple[tuple[str, ...], ...] = (
-    ("tests/chaos/test_chaos.py",),
-    ("tests/bench",),
+# Jobs whose tests hold a stage to a time (a resume within 15 s of a heal, batches inside a
+# fault window, a soak's samples): at most two at once, at full priority; every other job runs
+# niced, in the CPU they leave. Longest first; each is one pytest run.
+TIMED: tuple[tuple[str, ...], ...] = (
     # One secured cluster (a session fixture) for both tiers: started once, not per file.
     ("tests/secured", "tests/network"),
+    ("tests/chaos/test_chaos.py",),
+    ("tests/bench",),
+    ("tests/chaos/test_heal.py",),
+    ("tests/chaos/test_faults.py",),
+    ("tests/chaos/test_bad_input.py",),
+    ("tests/integration/test_stage.py",),
+)
+TIMED_AT_ONCE = 2
+NICE = 10  # CFS gives a nice-10 process ~1/10 of a nice-0 one's share when both want a core
+# The docker tier, in the machine's own namespace (its engine publishes ports there); its
+# containers are not children of pytest, so no nice reaches them: it starts once no timed job
+# is left.
+LAST = ("tests/docker",)
+# The untimed jobs that go first, longest first; every other file of a tier after them.
+FIRST: tuple[tuple[str, ...], ...] = (
+    *TIMED,
+    LAST,
     ("tests/integration/test_state_drift.py",),
     ("tests/integration/test_formats.py",),
     ("tests/integration/test_cluster.py",),
     ("tests/integration/test_partitions.py",),
-    ("tests/chaos/test_heal.py",),
-    ("tests/chaos/test_faults.py",),
     ("tests/unit",),
     ("tests/newcomer",),
 )
@@ -75,7 +88,7 @@ class Done:
 
 
 def jobs(tests: Path = TESTS) -> list[tuple[str, ...]]:
-    """FIRST, then each file of a tier that FIRST does not name, in order."""
+    """FIRST (the docker tier among them), then each file of a tier that FIRST does not name."""
     named = {p for job in FIRST for p in job}
     rest = []
     for tier in TIERS:
@@ -86,6 +99,18 @@ def jobs(tests: Path = TESTS) -> list[tuple[str, ...]]:
             if rel not in named:
                 rest.append((rel,))
     return [*FIRST, *rest]
+
+
+def pick(queue: list[tuple[str, ...]], timed_running: int) -> int | None:
+    """The index of the first job that may start now, or None to wait: a timed job while fewer
+    than TIMED_AT_ONCE run, the docker tier once no timed job runs or waits, any other job."""
+    for i, job in enumerate(queue):
+        if job in TIMED and timed_running >= TIMED_AT_ONCE:
+            continue
+        if job == LAST and (timed_running or any(j in TIMED for j in queue)):
+            continue
+        return i
+    return None
 
 
 def cases(junit: Path) -> list[Case]:
@@ -176,7 +201,7 @@ class Runner:
             self.prepared[path] = threading.Thread(target=one, args=(path, cmd))
             self.prepared[path].start()
 
-    def run(self, paths: tuple[str, ...], lane: Lane | None) -> None:
+    def run(self, paths: tuple[str, ...], lane: Lane | None, nice: int = 0) -> None:
         for path in paths:
             if path in self.prepared:
                 self.prepared[path].join()
@@ -187,7 +212,8 @@ class Runner:
         shutil.rmtree(out, ignore_errors=True)
         out.mkdir(parents=True)
         junit, log = out / "junit.xml", out / "pytest.log"
-        cmd = [*(lane.prefix() if lane else []), sys.executable, "-m", "pytest",
+        cmd = [*(lane.prefix() if lane else []), *(["nice", "-n", str(nice)] if nice else []),
+               sys.executable, "-m", "pytest",
                "-p", "no:cacheprovider", f"--junitxml={junit}", f"--basetemp=/tmp/lc-job{n:02d}",
                *paths]
         began = time.monotonic()
@@ -204,8 +230,9 @@ class Runner:
             self.done.append(Done(paths, rc, seconds, junit))
 
     def lanes(self, queue: list[tuple[str, ...]], count: int) -> None:
-        """`count` lanes take jobs from the queue until it is empty."""
-        take = threading.Lock()
+        """`count` lanes take jobs from the queue until it is empty (`pick` says which)."""
+        take = threading.Condition()
+        timed_running = [0]
 
         def work(index: int) -> None:
             lane = Lane(index)
@@ -213,10 +240,22 @@ class Runner:
             try:
                 while True:
                     with take:
-                        if not queue:
+                        while (i := pick(queue, timed_running[0])) is None and queue:
+                            take.wait()
+                        if i is None:
                             return
-                        paths = queue.pop(0)
-                    self.run(paths, lane)
+                        paths = queue.pop(i)
+                        timed = paths in TIMED
+                        timed_running[0] += timed
+                    try:
+                        if paths == LAST:
+                            self.run(paths, None)
+                        else:
+                            self.run(paths, lane, nice=0 if timed else NICE)
+                    finally:
+                        with take:
+                            timed_running[0] -= timed
+                            take.notify_all()
             finally:
                 lane.close()
 
@@ -252,13 +291,10 @@ def main(argv: list[str]) -> int:
     began = time.monotonic()
     runner = Runner()
     if namespaces_work():
-        print(f"run_tests: {LANES} lanes, each in a network namespace with its own stack, and "
-              "the docker tier beside them", flush=True)
+        print(f"run_tests: {LANES} lanes, each in a network namespace with its own stack",
+              flush=True)
         runner.prepare()
-        docker = threading.Thread(target=runner.run, args=(LAST, None))
-        docker.start()
         runner.lanes(jobs(), LANES)
-        docker.join()
     else:
         print("run_tests: no network namespaces here (root and `ip netns` needed): every tier "
               "in one pytest, one after another", flush=True)

@@ -5,7 +5,18 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from scripts.run_tests import FIRST, LAST, TIERS, Case, cases, closing_line, jobs
+from scripts.run_tests import (
+    FIRST,
+    LAST,
+    TIERS,
+    TIMED,
+    TIMED_AT_ONCE,
+    Case,
+    cases,
+    closing_line,
+    jobs,
+    pick,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 OPT_IN = {"compat"}  # collected only when named (tests/conftest.py)
@@ -22,16 +33,30 @@ def test_every_test_file_runs_in_exactly_one_job():
             f.relative_to(ROOT).as_posix() for f in p.rglob("test_*.py")}
 
     covered = [f for job in jobs() for path in job for f in files(path)]
-    every = {f.relative_to(ROOT).as_posix() for tier in TIERS
+    every = {f.relative_to(ROOT).as_posix() for tier in (*TIERS, "docker")
              for f in (ROOT / "tests" / tier).rglob("test_*.py")}
     assert sorted(covered) == sorted(every)  # each once, none left out
 
 
-def test_the_named_jobs_come_first_and_the_docker_tier_is_not_in_a_lane():
+def test_the_named_jobs_come_first_with_the_timed_ones_at_the_head():
     got = jobs()
     assert got[:len(FIRST)] == list(FIRST)
-    assert all(not p.startswith("tests/docker") for job in got for p in job)
-    assert LAST == ("tests/docker",)
+    assert got[:len(TIMED)] == list(TIMED)
+    assert got.count(LAST) == 1
+
+
+def test_pick_holds_timed_jobs_to_two_at_once_and_the_docker_tier_until_none_is_left():
+    untimed = ("tests/unit",)
+    queue = [*TIMED, LAST, untimed]
+    assert pick(queue, 0) == 0
+    assert pick(queue, TIMED_AT_ONCE - 1) == 0
+    assert pick(queue, TIMED_AT_ONCE) == len(TIMED) + 1  # not timed, not the docker tier
+    assert pick([LAST, untimed], 1) == 1  # a timed job still runs
+    assert pick([TIMED[-1], LAST], 0) == 0
+    assert pick([LAST, untimed], 0) == 0
+    assert pick([LAST], 1) is None  # wait
+    assert pick([TIMED[0]], TIMED_AT_ONCE) is None
+    assert pick([], 0) is None
 
 
 def test_a_junit_report_is_read_with_each_status(tmp_path: Path):
