@@ -203,7 +203,10 @@ class Runner:
             self.prepared[path] = threading.Thread(target=one, args=(path, cmd))
             self.prepared[path].start()
 
-    def run(self, paths: tuple[str, ...], lane: Lane | None, nice: int = 0) -> None:
+    def run(self, paths: tuple[str, ...], lane: Lane | None, nice: int = 0,
+            stream: bool = False) -> None:
+        """One pytest run of `paths`; its output printed whole when it ends, or as it comes
+        (`stream`: nothing beside it, so nothing to keep apart)."""
         for path in paths:
             if path in self.prepared:
                 self.prepared[path].join()
@@ -219,15 +222,20 @@ class Runner:
                "-p", "no:cacheprovider", f"--junitxml={junit}", f"--basetemp=/tmp/lc-job{n:02d}",
                *paths]
         began = time.monotonic()
-        with open(log, "wb") as f:
-            rc = subprocess.call(cmd, cwd=ROOT, env=lane.env if lane else None, stdout=f,
-                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        env = lane.env if lane else None
+        if stream:
+            rc = subprocess.call(cmd, cwd=ROOT, env=env, stdin=subprocess.DEVNULL)
+        else:
+            with open(log, "wb") as f:
+                rc = subprocess.call(cmd, cwd=ROOT, env=env, stdout=f, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL)
         seconds = time.monotonic() - began
         with self.lock:
             where = lane.name if lane else "here"
             print(f"\n===== {' '.join(paths)} ({where}): exit {rc} after {seconds:.0f} s =====",
                   flush=True)
-            sys.stdout.write(log.read_text(errors="replace"))
+            if not stream:
+                sys.stdout.write(log.read_text(errors="replace"))
             sys.stdout.flush()
             self.done.append(Done(paths, rc, seconds, junit))
 
@@ -301,7 +309,7 @@ def main(argv: list[str]) -> int:
         why = ("LOGCOUNT_TEST_LANES=N (N >= 2) asks for lanes" if LANES < 2 else
                "no network namespaces here (root and `ip netns` needed)")
         print(f"run_tests: every tier in one pytest, one after another ({why})", flush=True)
-        runner.run(tuple(f"tests/{t}" for t in (*TIERS, "docker")), None)
+        runner.run(tuple(f"tests/{t}" for t in (*TIERS, "docker")), None, stream=True)
     return runner.report(time.monotonic() - began)
 
 
