@@ -71,7 +71,6 @@ FIRST: tuple[tuple[str, ...], ...] = (
 PREPARE = {"tests/bench": [sys.executable, "-c",
                            "from logcount.bench.runner import quix_python; quix_python()"]}
 TIERS = ("bench", "chaos", "integration", "network", "newcomer", "secured", "unit")
-LAST = ("tests/docker",)
 
 
 @dataclass(frozen=True)
