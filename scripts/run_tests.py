@@ -11,12 +11,14 @@ with LOGCOUNT_TEST_LANES=N (N >= 2); by default, and where namespaces cannot be 
 tier runs in one pytest, one after another, as plain `pytest` does.
 
 Arguments, if any, go to one plain pytest run instead (`scripts/run_tests.py tests/unit -x`).
-Each job's output is printed whole when it ends; then the slowest tests of the whole run and
-one closing line, `tests: N passed, N failed, N skipped`.
+Each job's output is printed whole when it ends; then the run's time and CPU, the slowest tests,
+the costliest (machine CPU while each ran: on two cores the suite's time is bounded by its CPU)
+and one closing line, `tests: N passed, N failed, N skipped`.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -28,9 +30,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run as a script: the tests' own CPU reader below
+from tests.support.cpu_log import busy_seconds  # noqa: E402
+
 TESTS = ROOT / "tests"
 OUT = ROOT / ".cache" / "lanes"
 SLOWEST = 20
+COSTLIEST = 20
 # One lane (the whole suite in one pytest) unless asked: on two cores, lanes side by side starve
 # the timed tests (the at-least-once control stops over-counting). Figures:
 # docs/tuning.md#test-suite-time
@@ -86,6 +92,7 @@ class Done:
     returncode: int
     seconds: float
     junit: Path
+    cpu_log: Path
 
 
 def jobs(tests: Path = TESTS) -> list[tuple[str, ...]]:
@@ -128,6 +135,14 @@ def cases(junit: Path) -> list[Case]:
         module = tc.get("classname", "").replace(".", "/")
         found.append(Case(f"{module}.py::{tc.get('name')}", float(tc.get("time", 0)), status))
     return found
+
+
+def cpu_rows(log: Path) -> list[tuple[float, float, str]]:
+    """(machine CPU s, wall s, nodeid) of each test one pytest run logged (support/cpu_log.py)."""
+    if not log.exists():
+        return []
+    rows = (json.loads(line) for line in log.read_text().splitlines() if line.strip())
+    return [(r["cpu_s"], r["wall_s"], r["nodeid"]) for r in rows]
 
 
 def closing_line(all_cases: list[Case]) -> str:
@@ -215,13 +230,13 @@ class Runner:
         out = OUT / f"job{n:02d}"
         shutil.rmtree(out, ignore_errors=True)
         out.mkdir(parents=True)
-        junit, log = out / "junit.xml", out / "pytest.log"
+        junit, log, cpu_log = out / "junit.xml", out / "pytest.log", out / "cpu.jsonl"
         cmd = [*(lane.prefix() if lane else []), *(["nice", "-n", str(nice)] if nice else []),
                sys.executable, "-m", "pytest",
                "-p", "no:cacheprovider", f"--junitxml={junit}", f"--basetemp=/tmp/lc-job{n:02d}",
                *paths]
         began = time.monotonic()
-        env = lane.env if lane else None
+        env = {**(lane.env if lane else os.environ), "LOGCOUNT_TEST_CPU_LOG": str(cpu_log)}
         if stream:
             rc = subprocess.call(cmd, cwd=ROOT, env=env, stdin=subprocess.DEVNULL)
         else:
@@ -236,7 +251,7 @@ class Runner:
             if not stream:
                 sys.stdout.write(log.read_text(errors="replace"))
             sys.stdout.flush()
-            self.done.append(Done(paths, rc, seconds, junit))
+            self.done.append(Done(paths, rc, seconds, junit, cpu_log))
 
     def lanes(self, queue: list[tuple[str, ...]], count: int) -> None:
         """`count` lanes take jobs from the queue until it is empty (`pick` says which)."""
@@ -274,15 +289,21 @@ class Runner:
         for t in threads:
             t.join()
 
-    def report(self, seconds: float) -> int:
+    def report(self, seconds: float, cpu_s: float) -> int:
         all_cases = [c for d in self.done for c in cases(d.junit)]
-        print(f"\n===== the run: {seconds:.0f} s =====")
+        print(f"\n===== the run: {seconds:.0f} s, the machine busy {cpu_s:.0f} CPU-s "
+              f"({cpu_s / max(seconds, 1):.2f} cores) =====")
         for d in sorted(self.done, key=lambda d: -d.seconds):
             print(f"{d.seconds:6.0f} s  exit {d.returncode}  {' '.join(d.paths)}  "
                   f"({closing_line(cases(d.junit)).removeprefix('tests: ')})")
         print(f"\n{SLOWEST} slowest tests:")
         for c in sorted(all_cases, key=lambda c: -c.seconds)[:SLOWEST]:
             print(f"{c.seconds:8.1f} s  {c.nodeid}")
+        costly = sorted((r for d in self.done for r in cpu_rows(d.cpu_log)), reverse=True)
+        print(f"\n{COSTLIEST} costliest tests (machine CPU while each ran; in lanes, "
+              "their neighbours' too):")
+        for cpu, wall, nodeid in costly[:COSTLIEST]:
+            print(f"{cpu:8.1f} CPU-s {wall:7.1f} s  {nodeid}")
         bad = [c.nodeid for c in all_cases if c.status in ("failed", "error")]
         if bad:
             print("\nfailed:", *bad, sep="\n  ")
@@ -297,7 +318,7 @@ class Runner:
 def main(argv: list[str]) -> int:
     if argv:
         return subprocess.call([sys.executable, "-m", "pytest", *argv], cwd=ROOT)
-    began = time.monotonic()
+    began, busy = time.monotonic(), busy_seconds()
     runner = Runner()
     if namespaces_work():
         print(f"run_tests: {LANES} lanes, each in a network namespace with its own stack",
@@ -309,7 +330,7 @@ def main(argv: list[str]) -> int:
                "no network namespaces here (root and `ip netns` needed)")
         print(f"run_tests: every tier in one pytest, one after another ({why})", flush=True)
         runner.run(tuple(f"tests/{t}" for t in (*TIERS, "docker")), None, stream=True)
-    return runner.report(time.monotonic() - began)
+    return runner.report(time.monotonic() - began, busy_seconds() - busy)
 
 
 if __name__ == "__main__":

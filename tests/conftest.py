@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from logcount.core.settings import MySQLUrl
+from tests.support.cpu_log import pytest_runtest_protocol  # noqa: F401 - each test's CPU, a hook
 from tests.support.databases import fresh_database
 from tests.support.names import Names
 from tests.support.ports import free_port

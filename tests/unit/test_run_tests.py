@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 
@@ -14,9 +15,11 @@ from scripts.run_tests import (
     Case,
     cases,
     closing_line,
+    cpu_rows,
     jobs,
     pick,
 )
+from tests.support.cpu_log import busy_seconds
 
 ROOT = Path(__file__).resolve().parents[2]
 OPT_IN = {"compat"}  # collected only when named (tests/conftest.py)
@@ -77,3 +80,16 @@ def test_a_junit_report_is_read_with_each_status(tmp_path: Path):
     assert closing_line(got) == "tests: 1 passed, 2 failed, 1 skipped"
     assert closing_line(got[:1]) == "tests: 1 passed, 0 failed"
     assert cases(tmp_path / "missing.xml") == []
+
+
+def test_the_cpu_log_is_read_back_and_the_machine_busy_time_counts_every_busy_field(
+        tmp_path: Path):
+    log = tmp_path / "cpu.jsonl"
+    log.write_text('{"nodeid": "t.py::a", "cpu_s": 12.5, "wall_s": 9.0}\n\n'
+                   '{"nodeid": "t.py::b", "cpu_s": 0.25, "wall_s": 1.0}\n')
+    assert cpu_rows(log) == [(12.5, 9.0, "t.py::a"), (0.25, 1.0, "t.py::b")]
+    assert cpu_rows(tmp_path / "missing.jsonl") == []
+    stat = tmp_path / "stat"
+    # user nice system idle iowait irq softirq steal guest guest_nice: idle and iowait are not busy
+    stat.write_text("cpu  100 20 30 5000 70 4 6 10 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n")
+    assert busy_seconds(str(stat)) * os.sysconf("SC_CLK_TCK") == 170
