@@ -6,6 +6,8 @@
     │                             published, the line points at `logcount state show` -> exit 2
     ├── StackError                embedded stack cannot start (port taken, tool missing) -> exit 2
     ├── DependencyError           broker or MySQL unreachable / refusing us      -> exit 1
+    │   └── ComputeError          the Spark job failed (its error or the JVM's): nothing was
+    │                             published, the batch is planned again
     ├── TopicChangedError         the sink's topic is not the one MySQL's offsets are of -> exit 1
     └── KafkaClientError          a librdkafka error, classified as librdkafka does:
         ├── RetriableKafkaError   retriable(): call the same operation again
@@ -33,6 +35,7 @@ from confluent_kafka import KafkaError, KafkaException
 __all__ = [
     "AbortableKafkaError",
     "AuthorizationError",
+    "ComputeError",
     "ConfigError",
     "DependencyError",
     "FatalKafkaError",
@@ -83,6 +86,11 @@ class StackError(LogcountError):
 
 class DependencyError(LogcountError):
     """A dependency (Kafka broker, MySQL) is unreachable or refuses us."""
+
+
+class ComputeError(DependencyError):
+    """The Spark job failed (a failed or cancelled job, a Java exception, a JVM that is gone):
+    raised by the Spark adapter (pipeline/compute.py) in place of pyspark's and py4j's errors."""
 
 
 class TopicChangedError(LogcountError):
