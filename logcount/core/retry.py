@@ -4,8 +4,9 @@
 `retry(call, backoff, classify)` calls until `call` returns; at each exception:
 
     1. classify(exc): the exception to raise at once (fatal: waiting does not help; `exc`
-       itself to let it through unchanged), or a `Retry` (worth another try): step 2
-    2. a stop asked (`stop()` true)          -> raise the Retry's `stopped`
+       itself to let it through unchanged), or a `Retry` (worth another try): step 2.
+       The default, `kafka_retriable`, is errors.py's rule: only a RetriableKafkaError is retried
+    2. a stop asked (`stop()` true, e.g. `event.is_set`)  -> raise the Retry's `stopped`
     3. delay = backoff.failed(); None (the backoff's budget is spent), or the pause would end
        past `deadline` (a value of the backoff's clock)  -> raise the Retry's `give_up`
     4. on_retry(verdict, delay), sleep(delay), call again
@@ -13,9 +14,9 @@
 Errors are raised `from` the exception that was classified. `poll(attempt, backoff)` is the same
 loop for a condition awaited rather than an error retried: it calls until `attempt` answers
 something other than None, and answers None when it gives up (the caller says what did not
-happen). `sleep` is the caller's (a stage sleeps on its stop event, a tool on `time.sleep`, a test
-advances a fake clock); what `sleep` returns is ignored: after a sleep cut short by a stop, the
-call is tried once more (what was under way may still succeed), then step 2 ends the loop.
+happen). `sleep` is the caller's (a stage sleeps on its stop event, a tool on `time.sleep`, the
+default; a test advances a fake clock); what it returns is ignored: after a sleep cut short by a
+stop, the call is tried once more (what was under way may still succeed), then step 2 ends it.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def kafka_retriable(exc: Exception) -> Retry | BaseException:
     return Retry(exc) if isinstance(exc, RetriableKafkaError) else exc
 
 
-def _pause(backoff: Backoff, deadline: float | None) -> float | None:
+def _next_delay(backoff: Backoff, deadline: float | None) -> float | None:
     """Step 3: the delay before the next try, or None when the tries run out here."""
     delay = backoff.failed()
     if delay is None or (deadline is not None and backoff.clock() + delay > deadline):
@@ -66,10 +67,11 @@ def _pause(backoff: Backoff, deadline: float | None) -> float | None:
 
 def retry(call: Callable[[], T], backoff: Backoff,
           classify: Callable[[Exception], Retry | BaseException] = kafka_retriable, *,
-          sleep: Callable[[float], object] = time.sleep, stop: Callable[[], bool] | None = None,
+          sleep: Callable[[float], object] | None = None, stop: Callable[[], bool] | None = None,
           deadline: float | None = None,
           on_retry: Callable[[Retry, float], object] | None = None) -> T:
     """`call()`'s value, once it returns; see the module's doc for the steps at each failure."""
+    pause = sleep or time.sleep  # looked up now, so that a test's stand-in for time.sleep holds
     while True:
         try:
             return call()
@@ -81,29 +83,30 @@ def retry(call: Callable[[], T], backoff: Backoff,
                 raise verdict from exc
             if stop is not None and stop():
                 raise verdict.raised_on_stop() from exc
-            delay = _pause(backoff, deadline)
+            delay = _next_delay(backoff, deadline)
             if delay is None:
                 raise verdict.raised_on_give_up() from exc
             if on_retry is not None:
                 on_retry(verdict, delay)
-        sleep(delay)
+        pause(delay)
 
 
 def poll(attempt: Callable[[], T | None], backoff: Backoff, *,
-         sleep: Callable[[float], object] = time.sleep, stop: Callable[[], bool] | None = None,
+         sleep: Callable[[float], object] | None = None, stop: Callable[[], bool] | None = None,
          deadline: float | None = None,
          on_retry: Callable[[float], object] | None = None) -> T | None:
     """Call `attempt` until it answers something other than None, sleeping the backoff's delays
     in between; None once it gives up: the backoff's budget, `deadline` or a stop (steps 2-4)."""
+    pause = sleep or time.sleep
     while True:
         got = attempt()
         if got is not None:
             return got
         if stop is not None and stop():
             return None
-        delay = _pause(backoff, deadline)
+        delay = _next_delay(backoff, deadline)
         if delay is None:
             return None
         if on_retry is not None:
             on_retry(delay)
-        sleep(delay)
+        pause(delay)
