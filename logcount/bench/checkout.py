@@ -6,41 +6,69 @@ process and every Python process it starts, e.g.
 
 An editable install maps `logcount.pipeline` and `logcount.connectors` onto this checkout's
 top-level pipeline/ and connectors/ (pyproject.toml, package-dir): with only BASE on PYTHONPATH,
-`logcount` was BASE's but those two were still this checkout's. The import root made here is a
-`logcount` package of links to BASE's entries, pipeline/ and connectors/ included, so Python's
-path finder reaches BASE's code everywhere before the editable install's finder is asked.
+`logcount` was BASE's but those two were still this checkout's. The directory made here holds
+one file, a `sitecustomize` that Python's start-up imports from PYTHONPATH: it puts first on
+sys.meta_path a finder of BASE's own mapping (`logcount` and each package-dir entry onto BASE's
+folders), so BASE's code is found everywhere before the editable install's finder is asked.
 LOGCOUNT_HOME stays this checkout's: the fetched jars and the embedded stack it runs.
 """
 
 from __future__ import annotations
 
 import hashlib
-import shutil
 import sys
 import tempfile
+import tomllib
 from pathlib import Path
 
 from logcount.core.paths import home
 
-MAPPED = ("pipeline", "connectors")  # pyproject.toml's package-dir entries
+# The package-dir entries of a checkout whose pyproject.toml names none (older layouts).
+MAPPED = {"logcount.pipeline": "pipeline", "logcount.connectors": "connectors"}
+
+# Run by the child at start-up, before anything imports logcount: stdlib only.
+HOOK = '''"""The A/B run's B side (logcount/bench/checkout.py): BASE's packages, first."""
+import importlib.util
+import sys
+
+FOLDERS = {folders!r}
 
 
-def import_root(base: str | Path, under: str | Path | None = None) -> Path:
-    """A directory whose `logcount` package is BASE's code, the mapped packages included."""
+class BaseCheckout:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        folder = FOLDERS.get(name)
+        if folder is None:
+            return None  # a module inside one of them: its package's __path__ is BASE's
+        return importlib.util.spec_from_file_location(
+            name, folder + "/__init__.py", submodule_search_locations=[folder])
+
+
+sys.meta_path.insert(0, BaseCheckout)
+'''
+
+
+def package_folders(base: str | Path) -> dict[str, str]:
+    """Import name -> BASE's folder: `logcount`, and BASE's own package-dir mapping."""
     src = Path(base).resolve()
     if not (src / "logcount" / "__init__.py").is_file():
         raise ValueError(f"{src} is not a logcount checkout (no logcount/__init__.py)")
+    try:
+        setup = tomllib.loads((src / "pyproject.toml").read_text())["tool"]["setuptools"]
+        mapped = setup.get("package-dir", {})
+    except (FileNotFoundError, KeyError):
+        mapped = MAPPED
+    folders = {"logcount": src / "logcount"} | {n: src / f for n, f in mapped.items()}
+    return {name: str(f) for name, f in folders.items() if (f / "__init__.py").is_file()}
+
+
+def import_root(base: str | Path, under: str | Path | None = None) -> Path:
+    """A directory for PYTHONPATH whose one file, sitecustomize.py, imports BASE's code."""
+    folders = package_folders(base)
     parent = Path(under) if under is not None else Path(tempfile.gettempdir())
-    root = parent / f"logcount-ab-{hashlib.sha256(str(src).encode()).hexdigest()[:12]}"
-    shutil.rmtree(root, ignore_errors=True)
-    pkg = root / "logcount"
-    pkg.mkdir(parents=True)
-    for entry in (src / "logcount").iterdir():
-        if entry.name != "__pycache__":
-            (pkg / entry.name).symlink_to(entry)
-    for name in MAPPED:
-        if (src / name).is_dir() and not (pkg / name).exists():
-            (pkg / name).symlink_to(src / name)
+    root = parent / f"logcount-ab-{hashlib.sha256(folders['logcount'].encode()).hexdigest()[:12]}"
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "sitecustomize.py").write_text(HOOK.format(folders=folders))
     return root
 
 

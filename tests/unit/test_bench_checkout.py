@@ -46,6 +46,21 @@ def test_the_b_side_imports_the_base_pipeline_and_connectors_not_this_checkout(t
     assert str(base) not in out.stdout
 
 
+def test_the_b_side_follows_the_base_s_own_mapping_and_links_nothing(tmp_path):
+    """BASE's pyproject.toml says where its packages are; the import root is one file."""
+    base = _base(tmp_path)
+    (base / "pipeline").rename(base / "stage")
+    (base / "pyproject.toml").write_text(
+        '[tool.setuptools.package-dir]\n"logcount.pipeline" = "stage"\n')
+    root = import_root(base, tmp_path)
+    assert [p.name for p in root.iterdir()] == ["sitecustomize.py"]
+    env = {**os.environ, **ab_env(base, tmp_path)}
+    out = subprocess.run([sys.executable, "-c", "import logcount.pipeline.job as j; "
+                          "print(j.__file__, j.WHO)"], env=env, capture_output=True,
+                         text=True, check=True, cwd=tmp_path)
+    assert out.stdout.split() == [str(base / "stage" / "job.py"), "base"]
+
+
 def test_a_directory_that_is_no_checkout_is_refused(tmp_path):
     with pytest.raises(ValueError, match="not a logcount checkout"):
         import_root(tmp_path, tmp_path)
