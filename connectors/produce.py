@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,7 +90,7 @@ class _TooLarge:
 
 def produce_lines(bootstrap: str, topic: str, lines: Iterable[bytes | tuple[bytes, bytes | None]],
                   partitions: int = 4,
-                  extra: dict[str, str] | None = None,
+                  extra: Mapping[str, str] | None = None,
                   producer_config: dict | None = None) -> int:
     """Write every line (a value, or a (value, key) pair) as one record; return how many were
     written.

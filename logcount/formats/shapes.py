@@ -1,18 +1,12 @@
-"""The log shapes real services and shippers put in Kafka, the `logcount run` flags that count
-each (docs/log-formats.md is held to this table by a test), and a synthetic generator
-for every shape (`logcount produce --synthetic N --shape SHAPE`, the tests, the bench).
-
-`SHAPES` names them; `RUN_FLAGS[shape]` are the counting flags a stage needs for that shape (the
-seed shape and the widened default rule's shapes need none). `ZONELESS` are the shapes whose
-times carry no zone: the generator writes them in `timezone`'s local time, and the stage needs
-the same `--timezone`.
+"""A synthetic generator for every log shape of the catalogue (logcount/formats/catalogue.py):
+`logcount produce --synthetic N --shape SHAPE`, the tests, the bench. Core never imports it.
 
 The generator knows every record's outcome before rendering it: it draws a UTC instant and a
 level, then writes them in the shape's own way. `SyntheticRecord.minute` (the UTC minute index,
 logcount/formats/rule.py) and `.level` (upper-cased, as `--level` compares it) are that metadata,
-so an
-expectation built from them does not depend on the project's parser. Malformed records (bad
-JSON, missing fields, impossible dates, garbage) have neither.
+so an expectation built from them does not depend on the project's parser. Malformed records
+(bad JSON, missing fields, impossible dates, garbage; logcount/formats/synthetic_tables.py) have
+neither.
 """
 
 from __future__ import annotations
@@ -22,60 +16,26 @@ import random
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
-from typing import Any, TypeVar
+from typing import TypeVar
 from zoneinfo import ZoneInfo
 
+from logcount.formats.catalogue import (
+    DIMENSIONS,
+    RUN_FLAGS,
+    SHAPES,
+    TRACE_SHAPES,
+    ZONELESS,
+    check_group_by,
+    run_format,
+)
 from logcount.formats.rule import minute_label
-from logcount.formats.spec import ALL_LEVELS, FormatError, LineFormat, check_timezone
-from logcount.formats.spec import parse_group_by as spec_parse_group_by
+from logcount.formats.spec import ALL_LEVELS, check_timezone
+from logcount.formats.synthetic_tables import LEVEL_WORDS, MALFORMED
 
+# The catalogue's names stay importable from here, where the generator's users find them.
 __all__ = ["SHAPES", "RUN_FLAGS", "TRACE_SHAPES", "ZONELESS", "DIMENSIONS", "SyntheticRecord",
-           "synthetic_records", "synthetic_lines", "expected_from_records", "parse_group_by",
-           "check_group_by", "SeriesCounts"]
-
-# log4j2's default PatternLayout: %d{yyyy-MM-dd HH:mm:ss.SSS} [%t] %-5level %logger{36} - %msg%n
-_LOG4J2 = r"(?<time>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}[.,]\d{1,9}) \[[^\]]*\] +(?<level>[A-Za-z]+)"
-# Python's logging with '%(asctime)s - %(name)s - %(levelname)s - %(message)s'
-_PYTHON = r"(?<time>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}) - \S+ - (?<level>[A-Za-z]+) - "
-# Spark's own log4j2 layout: %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n
-_SPARK = r"(?<time>\d{2}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}) (?<level>[A-Za-z]+) "
-# MariaDB's error log: "%d-%02d-%02d %2d:%02d:%02d %lu [%s] ", the hour padded with a space
-# (2026-11-26  3:34:44) before 10:00, then the thread id and [Note], [Warning] or [ERROR].
-_MARIADB = r"(?<time>\d{4}-\d{2}-\d{2} [ \d]\d:\d{2}:\d{2}) \d+ \[(?<level>[A-Za-z]+)\]"
-
-RUN_FLAGS: dict[str, tuple[str, ...]] = {
-    "seed": (),  # YYYY-MM-DD HH:MM:SS LEVEL message
-    "kafka": (),  # [2017-07-30 14:09:08,123] ERROR message (kafka.server.KafkaServer)
-    "rfc3339": (),  # 2017-07-30T14:09:08.123+08:00 ERROR message
-    "log4j2": ("--line-regex", _LOG4J2),
-    "python": ("--line-regex", _PYTHON),
-    "spark": ("--line-regex", _SPARK, "--time-pattern", "yy/MM/dd HH:mm:ss"),
-    "mariadb": ("--line-regex", _MARIADB, "--time-pattern", "yyyy-MM-dd [ ]H:mm:ss"),
-    "filebeat": ("--json-line-field", "message"),  # Filebeat and Vector
-    "fluentbit": ("--json-line-field", "log"),  # Fluent Bit and Docker's json-file log
-    "logstash": ("--json-time-field", "@timestamp", "--json-level-field", "level"),
-    "ecs-dotted": ("--json-time-field", "@timestamp", "--json-level-field", "log.level"),
-    "ecs-nested": ("--json-time-field", "@timestamp", "--json-level-field", "log.level"),
-    "zap": ("--json-time-field", "ts", "--json-level-field", "level"),
-    # pino's levels are numbers: 50 error, 60 fatal.
-    "pino": ("--json-time-field", "time", "--json-level-field", "level", "--level", "50,60"),
-}
-SHAPES = tuple(RUN_FLAGS)
-
-
-def run_format(shape: str, **overrides: Any) -> LineFormat:
-    """The LineFormat a stage builds from RUN_FLAGS[shape] (`overrides`: more from_flags
-    arguments, e.g. timezone or level)."""
-    flags = RUN_FLAGS[shape]
-    kwargs: dict[str, Any] = {flags[i].removeprefix("--").replace("-", "_"): flags[i + 1]
-                              for i in range(0, len(flags), 2)}
-    return LineFormat.from_flags(**{**kwargs, **overrides})
-# Shapes of programs that log stack traces (the JVM's, Python's): docs/log-formats.md adds
-# --continuation-lines skip to RUN_FLAGS for each (the generator's counts are made for it).
-TRACE_SHAPES = frozenset({"kafka", "log4j2", "python", "spark"})
-# Shapes whose times name no zone: written in the generator's `timezone`, read with --timezone.
-ZONELESS = frozenset({"seed", "kafka", "log4j2", "python", "spark", "mariadb", "filebeat",
-                      "fluentbit"})
+           "synthetic_records", "synthetic_lines", "expected_from_records", "check_group_by",
+           "run_format", "SeriesCounts"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,27 +64,6 @@ def expected_from_records(records: Iterable[SyntheticRecord],
 
 # --- per-series expectations (produce --expect-group-by) --------------------------------------
 
-
-def parse_group_by(text: str, flag: str = "--expect-group-by") -> tuple[tuple[str, str], ...]:
-    """'host=host.name,level' -> (('host', 'host.name'), ('level', 'level')): run's --group-by
-    parser and rules, every source but level and key read as a field path (a text shape's
-    `logger` too: check_group_by then vouches for it)."""
-    return tuple((d.name, d.source) for d in spec_parse_group_by(text, "json", None, flag))
-
-
-def check_group_by(shape: str, dims: Iterable[tuple[str, str]], dimensions: bool) -> None:
-    """Each source must be one the generator writes for `shape` (DIMENSIONS, level, key): it
-    knows those values without parsing; any other it cannot vouch for."""
-    for name, source in dims:
-        if source == "level":
-            continue
-        known = ("key", *DIMENSIONS[shape])
-        if source not in known:
-            raise FormatError(f"--expect-group-by {name}={source}: --shape {shape} writes "
-                              f"{', '.join(known)} (and level)")
-        if not dimensions:
-            raise FormatError(f"--expect-group-by {name}={source}: the records have dimensions "
-                              f"only with --dimensions")
 
 
 class SeriesCounts:
@@ -366,20 +305,6 @@ _SPARK_CLASSES = ("SparkContext", "TaskSetManager", "Executor", "BlockManagerInf
 _GO_LOGGERS = ("http", "db", "cache", "grpc.server", "scheduler")
 # Zipf's exponent: with it the busiest of 12 services writes a third of the lines, the last 2 %.
 ZIPF_S = 1.1
-# The sources each shape writes with dimensions (besides `level` and `key`, which every shape
-# has): field paths of the JSON shapes, the `logger` a --line-regex group can take in the text
-# ones. Filebeat's are its add_kubernetes_metadata names, Fluent Bit's its kubernetes filter's.
-DIMENSIONS: dict[str, tuple[str, ...]] = {
-    "seed": (), "kafka": ("logger",), "rfc3339": (), "log4j2": ("logger",),
-    "python": ("logger",), "spark": ("logger",), "mariadb": (),
-    "filebeat": ("host.name", "kubernetes.namespace", "kubernetes.container.name",
-                 "kubernetes.pod.name"),
-    "fluentbit": ("kubernetes.namespace_name", "kubernetes.container_name",
-                  "kubernetes.pod_name", "kubernetes.host"),
-    "logstash": ("logger_name",), "ecs-dotted": ("service.name", "host.name", "log.logger"),
-    "ecs-nested": ("service.name", "host.name", "log.logger"), "zap": ("logger",),
-    "pino": ("hostname",),
-}
 
 
 class _Fleet:
@@ -639,155 +564,10 @@ def _pino(c: _Ctx) -> bytes:
                 "hostname": c.dim("hostname", c.rng.choice(_HOSTS), role="host"), "msg": c.msg})
 
 
-# Malformed records: realistic ways each shape goes wrong. A line shape meets stack traces,
-# banners and impossible dates; a JSON shape also meets broken JSON, other JSON values and
-# missing or mistyped fields.
-_GARBAGE = (b"", b"\x00\x01\x02binary garbage\xff\xfe")
-_NOT_JSON = (
-    b'{"level":"error","ts":15013',  # cut off
-    b"[1,2,3]",
-    b'"just a string"',
-    b"null",
-    b"2017-07-30 14:09:08 ERROR a plain line in a JSON topic",
-)
-
-
-def _jsons(*objs: object) -> tuple[bytes, ...]:
-    return tuple(_js(o) for o in objs)
-
-
-_MALFORMED: dict[str, tuple[bytes, ...]] = {
-    "kafka": _GARBAGE + (
-        b"[2017-02-29 10:00:00,000] ERROR 2017 is not a leap year (kafka.log.LogManager)",
-        b"\tat kafka.server.KafkaApis.handle(KafkaApis.scala:175)",
-        b"org.apache.kafka.common.errors.TimeoutException: Expiring 3 record(s)",
-        b"[2017-07-30 14:09:08,123]",
-        b"[2017-07-30 14:09:08,123 ERROR no closing bracket",
-        b"[2017-07-30 14:09,123] ERROR no seconds",
-    ),
-    "rfc3339": _GARBAGE + (
-        b"2017-07-30T14:09:08.123+25:00 ERROR an offset past 18 hours",
-        b"2017-07-30T24:00:00Z ERROR hour 24",
-        b"2017-07-30T14:09:08.1234567890Z ERROR ten fraction digits",
-        b"2017-07-30T14:09:08+08 ERROR an offset of hours only",
-        b"2017-07-30T14:09:08Z",
-        b"2017-07-30T14:09:08.123+08:00 \xe2\x9c\x93 the level is no word",
-    ),
-    "log4j2": _GARBAGE + (
-        b"java.lang.IllegalStateException: connection pool exhausted",
-        b"\tat com.example.OrderService.place(OrderService.java:42)",
-        b"2017-02-30 10:00:00.000 [main] ERROR com.example.Foo - february 30th",
-        b"2017-07-30 14:09:08 [main] ERROR com.example.Foo - no milliseconds",
-        b"2017-07-30 14:09:08.123 [main]",
-    ),
-    "python": _GARBAGE + (
-        b"Traceback (most recent call last):",
-        b'  File "/app/db.py", line 42, in query',
-        b"psycopg2.OperationalError: server closed the connection unexpectedly",
-        b"2017-07-30 25:00:00,000 - app.db - ERROR - hour 25",
-        b"2017-07-30 14:09:08 - app.db - ERROR - no milliseconds",
-    ),
-    "spark": _GARBAGE + (
-        b'Setting default log level to "WARN".',
-        b"To adjust logging level use sc.setLogLevel(newLevel).",
-        b"17/02/30 10:00:00 ERROR Executor: february 30th",
-        b"\tat org.apache.spark.scheduler.Task.run(Task.scala:141)",
-        b"2017-07-30 14:09:08 ERROR Executor: a four-digit year",
-    ),
-    "mariadb": _GARBAGE + (
-        b"Version: '10.11.6-MariaDB-0+deb12u1'  socket: '/run/mysqld/mysqld.sock'  port: 3306",
-        b"2017-02-29  3:34:44 0 [ERROR] 2017 is not a leap year",
-        b"2017-07-30 24:00:00 0 [ERROR] hour 24",
-        b"2017-07-30 13:60:44 0 [ERROR] minute 60",
-        b"2017-07-30   3:34:44 0 [ERROR] three spaces",
-        b"170730  3:34:44 [ERROR] mysqld before 10.1.2: a two-digit year and no thread id",
-        b"2017-07-30  3:34:44 0 [] no level",
-        b"Attempting backtrace. You can use the following information to find out",
-    ),
-    "filebeat": _GARBAGE + _NOT_JSON + _jsons(
-        {"@timestamp": "2017-07-30T14:09:08.123Z", "event": {"original": "no message"}},
-        {"@timestamp": "2017-07-30T14:09:08.123Z", "message": 42},
-        {"@timestamp": "2017-07-30T14:09:08.123Z", "message": None},
-        {"@timestamp": "2017-07-30T14:09:08.123Z", "message": {"text": "an object"}},
-        {"@timestamp": "2017-07-30T14:09:08.123Z", "message": ""},
-        {"message": 'Exception in thread "main" java.lang.NullPointerException'},
-        {"message": "2017-02-30 10:00:00 ERROR february has no 30th"},
-        {"message": "2017-07-30 14:09 ERROR no seconds"},
-    ),
-    "fluentbit": _GARBAGE + _NOT_JSON + _jsons(
-        {"log": "\n", "stream": "stdout", "time": "2017-07-30T14:09:08.123456789Z"},
-        {"log": "\tat com.example.OrderService.place(OrderService.java:42)\n",
-         "stream": "stderr", "time": "2017-07-30T14:09:08.123456789Z"},
-        {"log": "2017-07-30 25:00:00 ERROR hour 25\n", "stream": "stderr"},
-        {"stream": "stderr", "time": "2017-07-30T14:09:08.123456789Z"},
-        {"log": None, "stream": "stdout"},
-        {"log": ["a", "list"], "stream": "stdout"},
-    ),
-    "logstash": _GARBAGE + _NOT_JSON + _jsons(
-        {"@timestamp": "30/Jul/2017:14:09:08 +0000", "message": "apache's time", "level": "ERROR"},
-        {"@timestamp": "2017-13-01T00:00:00.000+02:00", "message": "month 13", "level": "ERROR"},
-        {"@timestamp": "2017-07-30T14:09:08.123+02:00", "message": "no level"},
-        {"@timestamp": "2017-07-30T14:09:08.123+02:00", "message": "empty", "level": ""},
-        {"message": "no timestamp", "level": "ERROR"},
-        {"@timestamp": {"$date": "2017-07-30T14:09:08Z"}, "message": "x", "level": "ERROR"},
-    ) + (  # an MDC entry named like a standard field: the key twice
-        b'{"@timestamp":"2017-07-30T14:09:08.123Z","level":"ERROR","level":"INFO"}',
-    ),
-    "ecs-dotted": _GARBAGE + _NOT_JSON + _jsons(
-        {"@timestamp": "2017-07-30T14:09:08.123Z", "log.level": None, "message": "null level"},
-        {"@timestamp": "2017-07-30T14:09:08.123Z", "message": "no level"},
-        {"@timestamp": "2017-02-30T14:09:08.123Z", "log.level": "error", "message": "feb 30"},
-        {"@timestamp": True, "log.level": "error", "message": "a boolean time"},
-        {"log.level": "error", "message": "no timestamp"},
-    ),
-    "ecs-nested": _GARBAGE + _NOT_JSON + _jsons(
-        {"@timestamp": "2017-07-30T14:09:08.123Z", "log": "error", "message": "log a string"},
-        {"@timestamp": "2017-07-30T14:09:08.123Z", "log": {"logger": "x"}, "message": "none"},
-        {"@timestamp": "2017-07-30T25:09:08.123Z", "log": {"level": "error"}, "message": "25"},
-        {"@timestamp": None, "log": {"level": "error"}, "message": "a null time"},
-        {"log": {"level": "error"}, "message": "no timestamp"},
-    ),
-    "zap": _GARBAGE + _NOT_JSON + _jsons(
-        {"level": "error", "msg": "no ts"},
-        {"level": "error", "ts": "yesterday", "msg": "a word for a time"},
-        {"level": "error", "ts": True, "msg": "a boolean time"},
-        {"level": "error", "ts": None, "msg": "a null time"},
-        {"ts": 1501394948.5, "msg": "no level"},
-        {"level": "", "ts": 1501394948.5, "msg": "an empty level"},
-        {"level": "error", "ts": 1e20, "msg": "beyond year 9999"},
-    ),
-    "pino": _GARBAGE + _NOT_JSON + _jsons(
-        {"level": 50, "pid": 4242, "msg": "no time"},
-        {"level": 50, "time": "1501394948123", "msg": "epoch milliseconds as text"},
-        {"level": 50, "time": 999999999999999999, "msg": "beyond year 9999"},
-        {"time": 1501394948123, "msg": "no level"},
-        {"level": None, "time": 1501394948123, "msg": "a null level"},
-    ),
-}
-
-# The level words each shape writes, with weights: DEBUG/INFO/WARN/ERROR and their kin.
-_UPPER = (("DEBUG", 25), ("INFO", 45), ("WARN", 15), ("ERROR", 15))
-_LEVELS: dict[str, tuple[tuple[str, int], ...]] = {
-    "kafka": _UPPER,
-    "rfc3339": _UPPER,
-    "log4j2": (("TRACE", 5), ("DEBUG", 20), ("INFO", 45), ("WARN", 15), ("ERROR", 12),
-               ("FATAL", 3)),
-    "python": (("DEBUG", 25), ("INFO", 45), ("WARNING", 15), ("ERROR", 12), ("CRITICAL", 3)),
-    "spark": _UPPER,
-    "mariadb": (("Note", 60), ("Warning", 25), ("ERROR", 15)),
-    "filebeat": _UPPER + (("error", 3), ("Error", 2)),
-    "fluentbit": _UPPER + (("error", 3),),
-    "logstash": (("TRACE", 5), ("DEBUG", 20), ("INFO", 45), ("WARN", 15), ("ERROR", 15)),
-    "ecs-dotted": (("debug", 10), ("info", 30), ("warn", 10), ("error", 10), ("DEBUG", 10),
-                   ("INFO", 15), ("WARN", 5), ("ERROR", 5)),
-    "ecs-nested": (("debug", 25), ("info", 45), ("warn", 15), ("error", 15)),
-    "zap": (("debug", 25), ("info", 45), ("warn", 15), ("error", 13), ("fatal", 2)),
-    "pino": (("10", 5), ("20", 20), ("30", 45), ("40", 15), ("50", 13), ("60", 2)),
-}
 _RENDER: dict[str, Callable[[_Ctx], bytes]] = {
     "kafka": _kafka, "rfc3339": _rfc3339, "log4j2": _log4j2, "python": _python, "spark": _spark,
     "mariadb": _mariadb,
     "filebeat": _filebeat, "fluentbit": _fluentbit, "logstash": _logstash,
     "ecs-dotted": _ecs_dotted, "ecs-nested": _ecs_nested, "zap": _zap, "pino": _pino,
 }
-_SHAPE_TABLE = {s: (_RENDER[s], _LEVELS[s], _MALFORMED[s]) for s in SHAPES if s != "seed"}
+_SHAPE_TABLE = {s: (_RENDER[s], LEVEL_WORDS[s], MALFORMED[s]) for s in SHAPES if s != "seed"}

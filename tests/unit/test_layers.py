@@ -75,6 +75,19 @@ def test_floors():
                 f"{mod} imports a command module: {deps}"
 
 
+# The synthetic generator (shapes.py) and its tables: data for produce, the tests and the bench.
+GENERATOR = ("logcount.formats.shapes", "logcount.formats.synthetic_tables")
+
+
+def test_core_does_not_import_the_generator():
+    """core's settings need the catalogue of shapes (logcount/formats/catalogue.py), never the
+    generator that writes them."""
+    graph = import_graph()
+    for mod, deps in graph.items():
+        if mod.startswith("logcount.core") or mod == "logcount.formats.catalogue":
+            assert not deps & set(GENERATOR), f"{mod} imports the generator: {deps}"
+
+
 def test_one_import_name():
     """Every project import names the package: `import core` would be someone else's."""
     old = ("core", "formats", "pipeline", "connectors", "bench", "tests.")

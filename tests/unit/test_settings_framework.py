@@ -7,7 +7,10 @@ import argparse
 import dataclasses
 from dataclasses import dataclass, field
 
+import pytest
+
 from logcount.core import settings as st
+from logcount.core.errors import ConfigError
 from logcount.core.settings import (
     CountingFields,
     KafkaClientFields,
@@ -67,7 +70,8 @@ def test_every_settings_class_keeps_the_masked_repr_and_a_valid_flag_order():
     for cls in classes:
         assert cls.__repr__ is Settings.__repr__, f"{cls.__name__}: declare it with repr=False"
         names = [f.name for f in flag_fields(cls)]
-        assert sorted(names) == sorted(f.name for f in dataclasses.fields(cls)), cls.__name__
+        assert sorted(names) == sorted(f.name for f in dataclasses.fields(cls) if f.init), \
+            cls.__name__
 
 
 def test_the_groups_are_shared_not_copied():
@@ -77,7 +81,7 @@ def test_the_groups_are_shared_not_copied():
             KafkaClientFields.__dataclass_fields__["kafka_config"].metadata["secret"]
     run_counting = [f.name for f in flag_fields(RunSettings)
                     if f.name in CountingFields.__dataclass_fields__]
-    assert run_counting == [f.name for f in dataclasses.fields(CountingFields)]
+    assert run_counting == [f.name for f in dataclasses.fields(CountingFields) if f.init]
 
 
 def test_the_client_files_bootstrap_servers_apply_unless_a_flag_or_env_gives_them(tmp_path):
@@ -87,3 +91,39 @@ def test_the_client_files_bootstrap_servers_apply_unless_a_flag_or_env_gives_the
     assert from_namespace(st.SinkSettings, None, env).bootstrap_servers == "broker-from-file:9093"
     env["LOGCOUNT_BOOTSTRAP_SERVERS"] = "b:1"
     assert from_namespace(st.SinkSettings, None, env).bootstrap_servers == "b:1"
+
+
+def test_the_parsed_values_are_parsed_once_at_construction_and_never_shown(monkeypatch):
+    """A command's settings hold their parsed values (LineFormat, clients' settings, horizon,
+    MySQL URL): built once when the object is, never again per read, never in the repr."""
+    from logcount.formats import spec
+
+    calls = []
+    real = spec.LineFormat.from_flags.__func__  # type: ignore[attr-defined]
+
+    def counting(cls, *a, **kw):
+        calls.append(a)
+        return real(cls, *a, **kw)
+
+    monkeypatch.setattr(spec.LineFormat, "from_flags", classmethod(counting))
+    s = RunSettings(level="error,fatal", lateness_horizon="90m",
+                    kafka_config=("sasl.password=hunter2",))
+    assert len(calls) == 1
+    assert s.line_format is s.line_format and s.line_format.levels == ("ERROR", "FATAL")
+    assert len(calls) == 1, "read again, not rebuilt"
+    assert s.horizon_minutes == 90 and s.kafka_client_config["sasl.password"] == "hunter2"
+    assert "hunter2" not in repr(s) and "line_format" not in repr(s)
+    with pytest.raises(TypeError):
+        s.kafka_client_config["x"] = "y"  # type: ignore[index]
+    sink = st.SinkSettings(mysql_url="mysql://u:pw@h:3306/db")
+    assert sink.mysql is sink.mysql and sink.mysql.password == "pw" and "pw" not in repr(sink)
+    assert dataclasses.replace(s, level="WARN").line_format.levels == ("WARN",)
+    assert s == RunSettings(level="error,fatal", lateness_horizon="90m",
+                            kafka_config=("sasl.password=hunter2",))
+
+
+def test_a_mistake_is_refused_when_the_settings_are_built():
+    with pytest.raises(ConfigError, match="--lateness-horizon"):
+        RunSettings(lateness_horizon="soon")
+    with pytest.raises(ConfigError, match="--level"):
+        RunSettings(level="")

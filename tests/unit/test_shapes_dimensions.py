@@ -19,10 +19,17 @@ from logcount.formats.shapes import (
     SeriesCounts,
     check_group_by,
     expected_from_records,
-    parse_group_by,
     synthetic_records,
 )
 from logcount.formats.spec import FormatError
+from logcount.formats.spec import parse_group_by as spec_parse_group_by
+
+
+def parse_group_by(text: str) -> tuple[tuple[str, str], ...]:
+    """--expect-group-by as produce reads it: run's parser, every source a field path."""
+    return tuple((d.name, d.source)
+                 for d in spec_parse_group_by(text, "json", None, "--expect-group-by"))
+
 
 # sha256 (first 16 hex digits) of repr((value, minute, level)) of 3,000 records per (seed, zone),
 # computed with the generator before dimensions existed: without --dimensions, not a byte moves.

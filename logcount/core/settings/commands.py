@@ -11,11 +11,19 @@ from typing import Literal
 
 from logcount.core import redact
 from logcount.core.errors import ConfigError
-from logcount.core.settings.framework import AT_LEAST_1, PORT, POSITIVE, Settings, opt
+from logcount.core.settings.framework import (
+    AT_LEAST_1,
+    PORT,
+    POSITIVE,
+    Settings,
+    derived,
+    opt,
+    set_derived,
+)
 from logcount.core.settings.groups import CountingFields, KafkaClientFields, ServiceFields
 from logcount.core.settings.values import MySQLUrl, mask_url, parse_duration_minutes
-from logcount.formats.shapes import DIMENSIONS, SHAPES, check_group_by, parse_group_by
-from logcount.formats.spec import DEFAULT_MAX_SERIES, FormatError
+from logcount.formats.catalogue import DIMENSIONS, SHAPES, check_group_by
+from logcount.formats.spec import DEFAULT_MAX_SERIES, FormatError, parse_group_by
 
 _MYSQL = "mysql://root@127.0.0.1:3306/logcount"
 # `demo --group-by`: the shape its records take, and its names for the sources that shape writes.
@@ -25,6 +33,15 @@ DEMO_DIMENSIONS = {"service": "key", "host": "host.name", "namespace": "kubernet
                    "level": "level"}
 MYSQL_NAME_MAX = 64
 _TABLE = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+
+
+def _dim_pairs(text: str, flag: str) -> tuple[tuple[str, str], ...]:
+    """A --group-by-syntax flag as (name, source) pairs: run's parser and rules, every source
+    but level and key read as a field path (check_group_by or the demo vouches for it)."""
+    try:
+        return tuple((d.name, d.source) for d in parse_group_by(text, "json", None, flag))
+    except FormatError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)
@@ -132,14 +149,12 @@ class RunSettings(ServiceFields, CountingFields, KafkaClientFields):
                      "memory (default: off, every line counts)", metavar="DURATION"),
     )
 
+    horizon_minutes: int | None = derived()  # --lateness-horizon in minutes (None: off)
+
     @property
     def txn_id(self) -> str:
         """The transactional.id in use: the flag's, or one derived from the group id."""
         return self.transactional_id or f"{self.group_id}-stage"
-
-    @property
-    def horizon_minutes(self) -> int | None:
-        return parse_duration_minutes(self.lateness_horizon, "--lateness-horizon")
 
     @property
     def paced(self) -> bool:
@@ -147,19 +162,21 @@ class RunSettings(ServiceFields, CountingFields, KafkaClientFields):
         paced one (pipeline/spark.py PACED_JVM_OPTIONS)."""
         return self.min_batch_interval > 0
 
-    def validate(self) -> RunSettings:
-        self.line_format  # noqa: B018 - validates the counting settings
+    def __post_init__(self) -> None:
+        """Validate, and parse once what the stage reads: the counting flags, the clients'
+        settings, the horizon (in this order, so a mistake's message is the first one's)."""
+        self.parse_line_format()
         if not (self.master.startswith(("local", "spark://"))):
             raise ConfigError(f"--master must be local[...] or spark://..., got {self.master!r}")
         if len({self.input_topic, self.output_topic, self.dlq_topic}) != 3:
             raise ConfigError("--input-topic, --output-topic and --dlq-topic must differ")
-        self.kafka_client_config  # noqa: B018 - validates KEY=VALUE items and --client-config
-        self.horizon_minutes  # noqa: B018 - validates the duration
+        self.parse_kafka_client()
+        set_derived(self, "horizon_minutes",
+                    parse_duration_minutes(self.lateness_horizon, "--lateness-horizon"))
         if self.min_batch_interval >= self.health_stall_seconds:
             # /healthz would call a paced stage with lag stalled between two of its batches
             raise ConfigError(f"--min-batch-interval ({self.min_batch_interval:g} s) must be "
                               f"below --health-stall-seconds ({self.health_stall_seconds:g} s)")
-        return self
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)
@@ -200,21 +217,19 @@ class SinkSettings(ServiceFields, KafkaClientFields):
                                    **POSITIVE)
     )
 
-    @property
-    def mysql(self) -> MySQLUrl:
+    mysql: MySQLUrl = derived()  # --mysql-url parsed, its password remembered as a secret
+
+    def __post_init__(self) -> None:
+        """Validate, and parse once the MySQL URL and the clients' settings."""
         url = MySQLUrl.parse(self.mysql_url)
         redact.remember(url.password)
-        return url
-
-    def validate(self) -> SinkSettings:
-        self.mysql  # noqa: B018 - validates the URL
+        set_derived(self, "mysql", url)
         if not _TABLE.fullmatch(self.table):
             raise ConfigError(f"--table {self.table!r}: letters, digits and _, starting with a "
                               f"letter")
         if self.mysql_tls_ca is not None and not Path(self.mysql_tls_ca).is_file():
             raise ConfigError(f"--mysql-tls-ca {self.mysql_tls_ca}: no such file")
-        self.kafka_client_config  # noqa: B018
-        return self
+        self.parse_kafka_client()
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)
@@ -265,22 +280,15 @@ class ProduceSettings(CountingFields, KafkaClientFields):
     json_level_field: str | None = field(default=None, metadata=opt(
         "for --file with --expect: as run's --json-level-field", metavar="PATH"))
 
-    @property
-    def group_by_dims(self) -> tuple[tuple[str, str], ...]:
-        """--expect-group-by as (name, source) pairs; () without it."""
-        if self.expect_group_by is None:
-            return ()
-        try:
-            return parse_group_by(self.expect_group_by)
-        except FormatError as exc:
-            raise ConfigError(str(exc)) from None
+    group_by_dims: tuple[tuple[str, str], ...] = derived()  # --expect-group-by; () without
 
-    def validate(self) -> ProduceSettings:
+    def __post_init__(self) -> None:
+        """Validate, and parse once the counting flags, --expect-group-by and the clients'."""
         if self.shape not in SHAPES:
             raise ConfigError(f"--shape must be one of {', '.join(SHAPES)}, got {self.shape!r}")
         if self.file is not None and self.shape != "seed":
             raise ConfigError("--shape is what --synthetic writes; a --file is loaded as it is")
-        self.line_format  # noqa: B018 - validates the counting settings
+        self.parse_line_format()
         if (self.file is None) == (self.synthetic is None):
             raise ConfigError("produce needs exactly one of --file PATH or --synthetic N")
         if self.file not in (None, "-"):
@@ -290,10 +298,13 @@ class ProduceSettings(CountingFields, KafkaClientFields):
         if self.dimensions and self.synthetic is None:
             raise ConfigError("--dimensions is what --synthetic writes; a --file is loaded as "
                               "it is")
+        set_derived(self, "group_by_dims", ())
         if self.expect_group_by is not None:
             if self.expect is None or self.synthetic is None:
                 raise ConfigError("--expect-group-by needs --synthetic and --expect: the "
                                   "generator's own records give the series")
+            set_derived(self, "group_by_dims",
+                        _dim_pairs(self.expect_group_by, "--expect-group-by"))
             try:
                 check_group_by(self.shape, self.group_by_dims, self.dimensions)
             except FormatError as exc:
@@ -303,8 +314,7 @@ class ProduceSettings(CountingFields, KafkaClientFields):
             if not folder.is_dir() or not os.access(folder, os.W_OK):
                 raise ConfigError(f"--expect {self.expect}: folder {folder} does not exist or "
                                   f"is not writable")
-        self.kafka_client_config  # noqa: B018
-        return self
+        self.parse_kafka_client()
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)
@@ -329,25 +339,18 @@ class DemoSettings(Settings):
         + " (with level: every level, counted apart) or run's NAME=SOURCE",
         metavar="DIM[,DIM...]"))
 
-    @property
-    def group_by_dims(self) -> tuple[tuple[str, str], ...]:
-        """--group-by as run's (name, source) pairs, the demo's names given their sources;
-        () without it."""
-        if self.group_by is None:
-            return ()
-        try:
-            dims = parse_group_by(self.group_by, "--group-by")
-        except FormatError as exc:
-            raise ConfigError(str(exc)) from None
-        return tuple((n, DEMO_DIMENSIONS.get(src, src)) for n, src in dims)
+    # --group-by as run's (name, source) pairs, the demo's names given their sources (() without
+    # it), and the MySQL table the demo's totals go to.
+    group_by_dims: tuple[tuple[str, str], ...] = derived()
+    table: str = derived()
 
-    @property
-    def table(self) -> str:
-        """The MySQL table the demo's totals go to."""
-        return "_".join(["error_log", "by", *(n for n, _ in self.group_by_dims)]) \
-            if self.group_by else "error_log"
-
-    def validate(self) -> DemoSettings:
+    def __post_init__(self) -> None:
+        """Validate, and parse --group-by once."""
+        dims = () if self.group_by is None else _dim_pairs(self.group_by, "--group-by")
+        set_derived(self, "group_by_dims",
+                    tuple((n, DEMO_DIMENSIONS.get(src, src)) for n, src in dims))
+        set_derived(self, "table", "_".join(["error_log", "by", *(n for n, _ in dims)])
+                    if self.group_by else "error_log")
         known = {*DEMO_DIMENSIONS.values(), *DIMENSIONS[DEMO_SHAPE]}
         for name, source in self.group_by_dims:
             if source not in known:
@@ -357,7 +360,6 @@ class DemoSettings(Settings):
         if len(self.table) > MYSQL_NAME_MAX:
             raise ConfigError(f"--group-by {self.group_by}: the table {self.table} is longer "
                               f"than MySQL's {MYSQL_NAME_MAX} characters; choose shorter NAMEs")
-        return self
 
 
 # bench --grouping's parts (logcount/bench/grouping.py), in the order they run.
@@ -410,20 +412,19 @@ class BenchSettings(Settings):
         "with --grouping: the parts to run, in their order: shapes (needs --ab-base), filebeat, "
         "latency", metavar="PART[,PART...]"))
 
-    @property
-    def grouping_part_names(self) -> tuple[str, ...]:
-        """--grouping-parts as the parts to run, in the bench's order."""
+    grouping_part_names: tuple[str, ...] = derived()  # --grouping-parts, in the bench's order
+
+    def __post_init__(self) -> None:
+        """Validate, and parse --grouping-parts once."""
+        if self.lines < 1000:
+            raise ConfigError("--lines must be at least 1000")
         named = [p.strip() for p in self.grouping_parts.split(",")]
         unknown = [p for p in named if p not in GROUPING_PARTS]
         if unknown or not any(named):
             raise ConfigError(f"--grouping-parts {self.grouping_parts!r}: the parts are "
                               f"{', '.join(GROUPING_PARTS)}")
-        return tuple(p for p in GROUPING_PARTS if p in named)
-
-    def validate(self) -> BenchSettings:
-        if self.lines < 1000:
-            raise ConfigError("--lines must be at least 1000")
-        parts = self.grouping_part_names
+        parts = tuple(p for p in GROUPING_PARTS if p in named)
+        set_derived(self, "grouping_part_names", parts)
         if self.grouping and "shapes" in parts and not self.ab_base:
             raise ConfigError("--grouping needs --ab-base DIR (a checkout of the code before "
                               "grouping, run as the A/B's B side) unless --grouping-parts "
@@ -433,7 +434,6 @@ class BenchSettings(Settings):
                               "--latency-warmup-seconds >= 0")
         if self.large_factor < 1 or (self.quix_lines is not None and self.quix_lines < 1):
             raise ConfigError("--large-factor and --quix-lines must be at least 1")
-        return self
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)

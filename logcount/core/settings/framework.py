@@ -71,6 +71,11 @@ class Settings:
     def complete(cls, values: dict[str, Any]) -> None:
         """Fill in `values` (from flags and env, by field name) before the object is built."""
 
+    def validate(self: S) -> S:
+        """The settings as built: every command's are validated, and their values parsed, once
+        at construction; this stays so that `Cls(...).validate()` reads as it did."""
+        return self
+
     def __repr__(self) -> str:
         parts = [f"{f.name}={shown(f, getattr(self, f.name))!r}" for f in flag_fields(type(self))]
         return f"{type(self).__name__}({', '.join(parts)})"
@@ -81,11 +86,23 @@ class Settings:
 S = TypeVar("S", bound=Settings)
 
 
+def derived() -> Any:
+    """A value the settings parse once from their flags at construction (`set_derived`): a
+    dataclass field outside `__init__`, the flags, the repr and equality."""
+    return dataclasses.field(init=False, repr=False, compare=False)
+
+
+def set_derived(settings: Settings, name: str, value: Any) -> None:
+    """Store a parsed value on a frozen settings object, in its `__post_init__`."""
+    object.__setattr__(settings, name, value)
+
+
 def flag_fields(cls: type) -> list[dataclasses.Field]:
-    """The fields of a settings class in flag order (see `Settings.flag_order`)."""
-    fields = {f.name: f for f in dataclasses.fields(cls)}
+    """The fields of a settings class in flag order (see `Settings.flag_order`); the values
+    derived from them (`derived()`) are not flags."""
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
     order = [name for entry in getattr(cls, "flag_order", ())
-             for name in ([f.name for f in dataclasses.fields(entry)]
+             for name in ([f.name for f in dataclasses.fields(entry) if f.init]
                           if isinstance(entry, type) else [entry])]
     return [fields[n] for n in order] + [f for n, f in fields.items() if n not in order]
 
@@ -163,7 +180,8 @@ def _convert(cls: type, f: dataclasses.Field, raw: Any, source: str) -> Any:
 
 def from_namespace(cls: type[S], ns: argparse.Namespace | None = None,
                    env: Mapping[str, str] | None = None) -> S:
-    """Build `cls` from parsed flags, then env, then defaults; validate if it can."""
+    """Build `cls` from parsed flags, then env, then defaults; a command's settings validate
+    and parse themselves as they are built (`__post_init__`)."""
     env = os.environ if env is None else env
     values = {}
     for f in flag_fields(cls):
@@ -174,6 +192,4 @@ def from_namespace(cls: type[S], ns: argparse.Namespace | None = None,
         if raw is not None:
             values[f.name] = _convert(cls, f, raw, source)
     cls.complete(values)
-    settings = cls(**values)
-    validate = getattr(settings, "validate", None)
-    return validate() if validate else settings
+    return cls(**values)

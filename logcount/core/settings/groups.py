@@ -5,14 +5,23 @@ a field is declared once here, and a command may declare it again to say it in i
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from logcount.core import redact
 from logcount.core.client_properties import ClientProperties, load_client_properties
 from logcount.core.client_properties.secrets import is_secret_key
 from logcount.core.errors import ConfigError
-from logcount.core.settings.framework import PORT, POSITIVE, Settings, opt
+from logcount.core.settings.framework import (
+    PORT,
+    POSITIVE,
+    Settings,
+    derived,
+    opt,
+    set_derived,
+)
 from logcount.core.settings.values import mask_kafka_config, parse_kafka_config
 from logcount.formats.spec import DEFAULT_MAX_SERIES, FormatError, LineFormat
 
@@ -65,27 +74,25 @@ class KafkaClientFields(Settings):
         redact.remember(*props.secrets)
         return props
 
-    @property
-    def kafka_client_config(self) -> dict[str, str]:
-        """librdkafka settings for the driver's and the sink's clients: the --client-config
-        file's translation, then --kafka-config (librdkafka's own keys) on top. Secrets are
-        remembered so that nothing printed shows them. bootstrap.servers is the settings' own
-        (flag, env, then the file's)."""
+    # Parsed once at construction (parse_kafka_client): librdkafka settings for the driver's
+    # and the sink's clients, and the --client-config file verbatim for Spark's executors.
+    kafka_client_config: Mapping[str, str] = derived()
+    spark_kafka_options: Mapping[str, str] = derived()
+
+    def parse_kafka_client(self) -> None:
+        """Validate and keep the clients' settings: the --client-config file's translation, then
+        --kafka-config (librdkafka's own keys) on top. Secrets are remembered so that nothing
+        printed shows them. bootstrap.servers is the settings' own (flag, env, then the file's)."""
         props = self.client_properties
         conf = dict(props.rdkafka) if props else {}
         extra = parse_kafka_config(self.kafka_config)
         redact.remember(*(v for k, v in extra.items() if is_secret_key(k)))
         conf.update(extra)
         conf.pop("bootstrap.servers", None)
-        return conf
-
-    @property
-    def spark_kafka_options(self) -> dict[str, str]:
-        """The --client-config file, verbatim, for Spark's executors (Java client)."""
-        props = self.client_properties
         opts = dict(props.spark_kafka_options) if props else {}
         opts.pop("bootstrap.servers", None)
-        return opts
+        set_derived(self, "kafka_client_config", MappingProxyType(conf))
+        set_derived(self, "spark_kafka_options", MappingProxyType(opts))
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)
@@ -116,19 +123,22 @@ class CountingFields(Settings):
     json_level_field: str | None = field(default=None, metadata=opt(
         "structured JSON logs: the level field (text or number)", metavar="PATH"))
 
-    @property
-    def line_format(self) -> LineFormat:
-        """The counting flags as one validated LineFormat; a mistake is a ConfigError."""
+    # The counting flags as one validated LineFormat, parsed once at construction.
+    line_format: LineFormat = derived()
+
+    def parse_line_format(self) -> None:
+        """Validate and keep the counting flags as one LineFormat; a mistake is a ConfigError."""
         try:
-            # --group-by and --max-series are run's own (RunSettings)
-            return LineFormat.from_flags(self.level, self.timezone, self.line_regex,
-                                         self.time_pattern, self.json_line_field,
-                                         self.json_time_field, self.json_level_field,
-                                         getattr(self, "continuation_lines", "dlq"),
-                                         getattr(self, "group_by", None),
-                                         getattr(self, "max_series", DEFAULT_MAX_SERIES))
+            # --continuation-lines, --group-by and --max-series are run's own (RunSettings)
+            fmt = LineFormat.from_flags(self.level, self.timezone, self.line_regex,
+                                        self.time_pattern, self.json_line_field,
+                                        self.json_time_field, self.json_level_field,
+                                        getattr(self, "continuation_lines", "dlq"),
+                                        getattr(self, "group_by", None),
+                                        getattr(self, "max_series", DEFAULT_MAX_SERIES))
         except FormatError as exc:
             raise ConfigError(str(exc)) from None
+        set_derived(self, "line_format", fmt)
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)
