@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import time
 import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -19,9 +18,10 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec
 
-from logcount.core.backoff import Backoff, poll
+from logcount.core.backoff import Backoff
 from logcount.core.client_properties.translation import RDKAFKA_CONSUMER_ONLY
 from logcount.core.errors import ConfigError, DependencyError, denied
+from logcount.core.retry import Retry, poll, retry
 
 log = logging.getLogger("logcount.kafka")
 
@@ -90,29 +90,30 @@ def wait_for_broker(bootstrap: str, extra: Mapping[str, str] | None,
     """
     errors: list[KafkaError] = []
     adm = AdminClient(client_config(bootstrap, extra, error_cb=errors.append))
-    backoff = Backoff(BROKER_RETRY_S, give_up_s=timeout_s).begin()
     # Each attempt gets a slice of the budget (at most 5 s), so there are always several
     # attempts: one attempt as long as the whole budget would never retry at all.
     attempt_s = max(0.5, min(5.0, timeout_s / 4))
-    said = False
-    while True:
-        try:
-            adm.list_topics(timeout=attempt_s)
-            return adm
-        except KafkaException as exc:
-            adm.poll(0)  # serves error_cb (and librdkafka's log lines)
-            reasons = [e.str() for e in errors if e.code() != KafkaError._ALL_BROKERS_DOWN]
-            reason = reasons[-1] if reasons else exc.args[0].str()
-            hopeless = any(word in reason for word in _HOPELESS)
-            delay = backoff.failed()
-            if hopeless or delay is None:
-                waited = "" if hopeless else f" after {timeout_s:.0f}s of retries"
-                raise DependencyError(f"Kafka at {bootstrap} unreachable{waited}: {reason}"
-                                      + _hint(reason)) from exc
-            if not said:
-                log.info("waiting for Kafka at %s (%s), up to %.0fs", bootstrap, reason, timeout_s)
-                said = True
-            time.sleep(delay)
+    reason = ""
+
+    def verdict(exc: Exception) -> Retry | BaseException:
+        nonlocal reason
+        if not isinstance(exc, KafkaException):
+            return exc
+        adm.poll(0)  # serves error_cb (and librdkafka's log lines)
+        reasons = [e.str() for e in errors if e.code() != KafkaError._ALL_BROKERS_DOWN]
+        reason = reasons[-1] if reasons else exc.args[0].str()
+        if any(word in reason for word in _HOPELESS):
+            return DependencyError(f"Kafka at {bootstrap} unreachable: {reason}" + _hint(reason))
+        return Retry(DependencyError(f"Kafka at {bootstrap} unreachable after {timeout_s:.0f}s "
+                                     f"of retries: {reason}" + _hint(reason)))
+
+    def waiting(_: Retry, delay: float) -> None:
+        if backoff.failures == 1:
+            log.info("waiting for Kafka at %s (%s), up to %.0fs", bootstrap, reason, timeout_s)
+
+    backoff = Backoff(BROKER_RETRY_S, give_up_s=timeout_s).begin()
+    retry(lambda: adm.list_topics(timeout=attempt_s), backoff, verdict, on_retry=waiting)
+    return adm
 
 
 def _hint(reason: str) -> str:
@@ -229,21 +230,21 @@ def topic_config(adm: AdminClient, topic: str) -> dict[str, str]:
     yet to the broker that answers (seen with 3 brokers): that answer is asked again, for as long
     as a metadata request may take."""
     res = ConfigResource(ConfigResource.Type.TOPIC, topic)
-    backoff = Backoff(POLL_S, give_up_s=REQUEST_TIMEOUT_S).begin()
-    while True:
-        try:
-            got = adm.describe_configs([res])[res].result(timeout=REQUEST_TIMEOUT_S)
-            return {k: v.value for k, v in got.items()}
-        except KafkaException as exc:
-            unknown = exc.args[0].code() in (KafkaError.UNKNOWN_TOPIC_OR_PART,
-                                             KafkaError._UNKNOWN_TOPIC)
-            delay = backoff.failed() if unknown else None
-            if delay is None:
-                raise _refused(exc, f"describing topic {topic}", topic) from exc
-            time.sleep(delay)
-        except TimeoutError as exc:
-            raise DependencyError(f"describing topic {topic}: no answer from Kafka within "
-                                  f"{REQUEST_TIMEOUT_S:.0f}s") from exc
+
+    def verdict(exc: Exception) -> Retry | BaseException:
+        if isinstance(exc, TimeoutError):
+            return DependencyError(f"describing topic {topic}: no answer from Kafka within "
+                                   f"{REQUEST_TIMEOUT_S:.0f}s")
+        if not isinstance(exc, KafkaException):
+            return exc
+        refused = _refused(exc, f"describing topic {topic}", topic)
+        unknown = exc.args[0].code() in (KafkaError.UNKNOWN_TOPIC_OR_PART,
+                                         KafkaError._UNKNOWN_TOPIC)
+        return Retry(refused) if unknown else refused
+
+    got = retry(lambda: adm.describe_configs([res])[res].result(timeout=REQUEST_TIMEOUT_S),
+                Backoff(POLL_S, give_up_s=REQUEST_TIMEOUT_S).begin(), verdict)
+    return {k: v.value for k, v in got.items()}
 
 
 def require_compacted(adm: AdminClient, topic: str, role: str = "output") -> None:
