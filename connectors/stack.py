@@ -19,9 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from logcount.core.backoff import Backoff, poll
+from logcount.core.backoff import Backoff
 from logcount.core.errors import DependencyError, StackError
 from logcount.core.paths import jars_dir, state_dir
+from logcount.core.retry import Retry, poll, retry
 
 KAFKA_PORT = 9092
 KAFKA_CONTROLLER_PORT = 9093
@@ -133,22 +134,21 @@ class Service:
         log(f"{self.name}: ready")
 
     def _wait_ready(self, exited: Callable[[], int | None]) -> None:
-        backoff = Backoff(READY_POLL_S, give_up_s=START_TIMEOUT_S).begin()
-        last: Exception | None = None
-        while True:
+        gone = StackError(f"{self.name}: exited during start; see {self.log_file}")
+
+        def attempt() -> None:
             if exited() is not None:
-                raise StackError(f"{self.name}: exited during start; see {self.log_file}")
-            try:
-                self.probe()
-                return
-            except Exception as exc:  # noqa: BLE001 - any failure means "not yet"
-                last = exc
-            delay = backoff.failed()
-            if delay is None:
-                break
-            time.sleep(delay)
-        raise StackError(f"{self.name}: not answering after {START_TIMEOUT_S:.0f}s ({last}); "
-                         f"see {self.log_file}")
+                raise gone
+            self.probe()
+
+        def verdict(exc: Exception) -> Retry | BaseException:
+            if exc is gone:
+                return exc
+            # any other failure means "not yet"
+            return Retry(StackError(f"{self.name}: not answering after {START_TIMEOUT_S:.0f}s "
+                                    f"({exc}); see {self.log_file}"))
+
+        retry(attempt, Backoff(READY_POLL_S, give_up_s=START_TIMEOUT_S).begin(), verdict)
 
     def down(self, log: Callable[[str], None], sig: int = signal.SIGTERM) -> None:
         pid = self.pid()
