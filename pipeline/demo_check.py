@@ -22,6 +22,7 @@ import pymysql
 
 from logcount.connectors.sink_store import read_table
 from logcount.core.backoff import Backoff
+from logcount.core.retry import poll
 from logcount.core.settings import MySQLUrl
 
 
@@ -92,16 +93,16 @@ def wait_for_verdict(url: MySQLUrl, expect: Path, timeout_s: float, every_s: flo
     """Poll until error_log equals the expectation or `timeout_s` passes; then report."""
     polls = Backoff(poll_s, give_up_s=timeout_s).begin()
     next_note = time.monotonic() + every_s
-    expected, table = None, {}
-    while True:
-        expected = _expected(expect)
-        table = _table(url)
-        if expected is not None and table == expected:
-            break
-        if (pause := polls.failed()) is None:
-            if timeout_s > 0:
-                print(f"demo: gave up after {timeout_s:.0f} s", flush=True)
-            break
+    expected: dict[str, int] | None = None
+    table: dict[str, int] = {}
+
+    def equal() -> bool | None:
+        nonlocal expected, table
+        expected, table = _expected(expect), _table(url)
+        return True if expected is not None and table == expected else None
+
+    def note(_: float) -> None:
+        nonlocal next_note
         now = time.monotonic()
         if now >= next_note:
             have = "no expectation yet" if expected is None else (
@@ -110,7 +111,9 @@ def wait_for_verdict(url: MySQLUrl, expect: Path, timeout_s: float, every_s: flo
             print(f"demo: waiting ({polls.elapsed():.0f} s): {have}, "
                   f"{sum(table.values())} ERROR lines in error_log", flush=True)
             next_note = now + every_s
-        time.sleep(pause)
+
+    if poll(equal, polls, on_retry=note) is None and timeout_s > 0:
+        print(f"demo: gave up after {timeout_s:.0f} s", flush=True)
     if expected is None:
         print(f"demo: the generator never wrote {expect}")
         return False
