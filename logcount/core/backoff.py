@@ -1,4 +1,5 @@
-"""Retry schedules, one helper for every retry and poll loop of the stage and its connectors.
+"""The retry schedule of every retry and poll loop of the stage and its connectors (the loop
+itself is logcount/core/retry.py's).
 
 `Backoff` is pure: it is told of each failure and answers with the delay before the next try,
 or None once it has been failing for longer than its budget. Sleeping is the caller's (a stage
@@ -9,9 +10,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TypeVar
-
-T = TypeVar("T")
 
 
 class Backoff:
@@ -43,7 +41,11 @@ class Backoff:
             return None
         if self.retries is not None and self.failures > self.retries:
             return None
-        return min(self.first_s * self.factor ** (self.failures - 1), self.max_s)
+        try:
+            grown = self.first_s * self.factor ** (self.failures - 1)
+        except OverflowError:  # a backoff without a budget (the sink's) may fail for hours:
+            grown = self.max_s  # factor ** 1024 overflows, long after the cap was reached
+        return min(grown, self.max_s)
 
     def elapsed(self) -> float:
         """Seconds since the run of failures began (0 when none)."""
@@ -53,16 +55,3 @@ class Backoff:
         """A success: the next failure starts a new run."""
         self.failures, self.since = 0, None
 
-
-def poll(attempt: Callable[[], T | None], backoff: Backoff,
-            sleep: Callable[[float], object] = time.sleep) -> T | None:
-    """Call `attempt` until it returns something other than None, sleeping the backoff's delays
-    in between; None once the backoff gives up (the caller says what did not happen)."""
-    while True:
-        got = attempt()
-        if got is not None:
-            return got
-        delay = backoff.failed()
-        if delay is None:
-            return None
-        sleep(delay)
