@@ -37,24 +37,28 @@ def sources() -> list[BuildSource]:
         for path in sorted((ROOT / folder).rglob("*.py")):
             rel = path.relative_to(ROOT / folder).with_suffix("").parts
             module = ".".join((name, *rel)).removesuffix(".__init__")
-            out.append(BuildSource(str(path.relative_to(ROOT)), module, None, str(ROOT)))
+            out.append(BuildSource(str(path), module))
     return out
 
 
 def main() -> int:
-    os.chdir(ROOT)  # the paths mypy prints are the repository's
+    # mypy also searches its working directory: not the checkout's, whose docker/ (compose
+    # files) would stand for the docker package.
+    work = ROOT / ".cache" / "mypy"
+    work.mkdir(parents=True, exist_ok=True)
+    os.chdir(work)
     for var in ("MYPYPATH", "PYTHONPATH"):  # the package as it installs, nothing beside it
         os.environ.pop(var, None)
     _, options = process_options(
         ["--config-file", str(ROOT / "pyproject.toml"),
-         "--cache-dir", str(ROOT / ".cache" / "mypy")], require_targets=False)
+         "--cache-dir", str(work / "cache")], require_targets=False)
     found = sources()
     try:
         res = build.build(found, options)
     except CompileError as e:  # a syntax error: mypy stops before checking anything
-        print("\n".join(e.messages))
+        print("\n".join(line.removeprefix(f"{ROOT}/") for line in e.messages))
         return 2
-    print("\n".join(res.errors))
+    print("\n".join(line.removeprefix(f"{ROOT}/") for line in res.errors))
     if not res.errors:
         print(f"Success: no issues found in {len(found)} source files")
         return 0

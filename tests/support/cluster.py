@@ -40,6 +40,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
 from confluent_kafka import ElectionType, KafkaException, Producer
 from confluent_kafka.admin import (
@@ -59,6 +60,8 @@ from logcount.core.paths import jars_dir
 from tests.support.ports import free_ports
 
 HOST = "127.0.0.1"
+# An ACL filter's "any" name, principal or host: None, where confluent-kafka's stubs say str.
+ANY_NAME = cast(str, None)
 CONTROLLER_ID = 100
 BROKER_IDS = (1, 2, 3)
 ADMIN_USER = "admin"
@@ -269,8 +272,8 @@ def allow(user: str, resource_type: ResourceType, name: str, operation: AclOpera
 
 def acls_of(user: str) -> AclBindingFilter:
     """A filter matching every ACL of `User:<user>` (for delete_acls)."""
-    return AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, f"User:{user}",
-                            None, AclOperation.ANY, AclPermissionType.ANY)
+    return AclBindingFilter(ResourceType.ANY, ANY_NAME, ResourcePatternType.ANY, f"User:{user}",
+                            ANY_NAME, AclOperation.ANY, AclPermissionType.ANY)
 
 
 # -- the cluster ---------------------------------------------------------------------------------
@@ -389,7 +392,8 @@ class SecuredCluster:
         """The cluster's shared AdminClient, logged in as the super user `admin`."""
         with self._lock:
             if self._admin is None:
-                self._admin = AdminClient({**self.admin_conf(), "logger": _RDKAFKA_LOG})
+                conf: dict[str, Any] = {**self.admin_conf(), "logger": _RDKAFKA_LOG}
+                self._admin = AdminClient(conf)
             return self._admin
 
     # -- node configuration --
@@ -593,7 +597,7 @@ Configuration:
         return path
 
     def _launch(self, node: _Node) -> None:
-        if node.running():
+        if node.proc is not None and node.running():
             raise SecuredClusterError(f"{node.name} is already running (pid {node.proc.pid})")
         in_main = threading.current_thread() is threading.main_thread()
         with open(node.dir / "out.log", "ab") as out:
@@ -612,8 +616,10 @@ Configuration:
         broker enables its listener only once registered, caught up with the metadata and
         unfenced; with it the only bootstrap address, the request goes to it."""
         errors: list[str] = []
-        adm = AdminClient({**self.librdkafka_conf(user, password, bootstrap=node.address),
-                           "logger": _RDKAFKA_LOG, "error_cb": lambda e: errors.append(e.str())})
+        conf: dict[str, Any] = {
+            **self.librdkafka_conf(user, password, bootstrap=node.address),
+            "logger": _RDKAFKA_LOG, "error_cb": lambda e: errors.append(e.str())}
+        adm = AdminClient(conf)
         try:
             adm.list_topics(timeout=3)
             return None
@@ -827,8 +833,8 @@ Configuration:
 
     def describe_acls(self, acl_filter: AclBindingFilter | None = None) -> list[AclBinding]:
         acl_filter = acl_filter or AclBindingFilter(
-            ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
-            AclPermissionType.ANY)
+            ResourceType.ANY, ANY_NAME, ResourcePatternType.ANY, ANY_NAME, ANY_NAME,
+            AclOperation.ANY, AclPermissionType.ANY)
         return list(self.admin().describe_acls(acl_filter, request_timeout=30).result())
 
     def metadata_barrier(self, timeout_s: float = 60.0) -> None:

@@ -8,8 +8,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import cast
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, Producer
 
 from logcount.connectors.transactional_sink import TransactionalSink
 from logcount.core.settings import RunSettings
@@ -200,8 +201,9 @@ def rig(broker: Broker | None = None, **settings) -> Rig:
     state = state_topic_name(s.output_topic)
 
     def clients():
+        # The sink types its producer as confluent-kafka's class: the fake has its calls.
         sink = TransactionalSink("fake:9092", s.txn_id, {}, make_producer=lambda conf:
-                                 FakeProducer(broker, state))
+                                 cast(Producer, FakeProducer(broker, state)))
         return sink, FakeGroup()
 
     stage = Stage(s, Seams(FakeCluster(broker, s), clients, compute, clock=clock,

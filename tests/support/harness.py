@@ -125,13 +125,14 @@ class Supervised:
 
     def signal(self, sig: int) -> None:
         with self.lock:
-            if self.alive():
-                self.proc.send_signal(sig)
+            proc = self.proc
+            if proc is not None and self.alive():
+                proc.send_signal(sig)
                 try:
-                    self.proc.wait(90)
+                    proc.wait(90)
                 except subprocess.TimeoutExpired:
-                    self.proc.kill()
-                    self.proc.wait()
+                    proc.kill()
+                    proc.wait()
 
     def ensure(self) -> None:
         if not self.alive():
@@ -221,7 +222,8 @@ class Writer(threading.Thread):
             if not self.cfg.grouped:
                 yield None, r.value
                 continue
-            r = replace(r, key=NASTY_KEYS.get(r.key, r.key))
+            if r.key is not None:
+                r = replace(r, key=NASTY_KEYS.get(r.key, r.key))
             self.generated[(r.key, r.value)] = r
             yield r.key, r.value
 

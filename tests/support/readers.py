@@ -49,8 +49,8 @@ def read_all(bootstrap: Bootstrap, topic: str, committed_only: bool = True,
         deadline = time.monotonic() + timeout_s
         while todo and time.monotonic() < deadline:
             for msg in consumer.consume(1000, 0.5):
-                if msg.error():
-                    if msg.error().code() == KafkaError._PARTITION_EOF:
+                if (err := msg.error()) is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
                         todo.discard(msg.partition())
                     continue
                 out.append(msg)

@@ -127,7 +127,9 @@ def reference_parse(raw: bytes) -> tuple[str, str] | None:
         j += 1
     if j == n or (j < len(raw) and raw[j] != ord(" ")):
         return None  # no level, or the level runs into something other than a space
-    assert None not in (y, mo, d, h, mi, s)
+    # The shape above let only digits through: every field parsed.
+    assert y is not None and mo is not None and d is not None
+    assert h is not None and mi is not None and s is not None
     if not (y >= 1 and 1 <= mo <= 12 and 1 <= d <= _days_in_month(y, mo)):
         return None
     if not (h <= 23 and mi <= 59 and s <= 59):

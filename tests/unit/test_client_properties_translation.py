@@ -3,6 +3,8 @@ and what is refused (never quoting a secret)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from confluent_kafka import Producer
 
@@ -294,7 +296,7 @@ def test_librdkafka_accepts_every_translated_key():
                  "ssl.keystore.type": "PEM", "ssl.keystore.key": "-----BEGIN PRIVATE KEY-----"
                  "\nQQ==\n-----END PRIVATE KEY-----", "ssl.keystore.certificate.chain":
                  "-----BEGIN CERTIFICATE-----\nQQ==\n-----END CERTIFICATE-----"})
-    conf = {**out, **pem, **inline}
+    conf: dict[str, Any] = {**out, **pem, **inline}
     # PLAINTEXT and no broker: librdkafka checks every property name and value at creation but
     # neither opens the files nor connects anywhere.
     conf |= {"security.protocol": "PLAINTEXT", "log_level": 0}

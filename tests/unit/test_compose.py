@@ -171,9 +171,10 @@ def test_the_ci_override_changes_images_only():
 
 def test_the_kafka_stand_in_is_the_release_the_project_tests_against():
     pom = (ROOT / "jvm" / "kafka-broker" / "pom.xml").read_text()
-    version = re.search(r"<kafka.version>([^<]+)</kafka.version>", pom)
-    version = version.group(1) if version else re.search(
-        r"<artifactId>kafka_2\.13</artifactId>\s*<version>([^<]+)</version>", pom).group(1)
+    found = (re.search(r"<kafka.version>([^<]+)</kafka.version>", pom) or re.search(
+        r"<artifactId>kafka_2\.13</artifactId>\s*<version>([^<]+)</version>", pom))
+    assert found, "no kafka version in jvm/kafka-broker/pom.xml"
+    version = found.group(1)
     assert SERVICES["kafka"]["image"] == f"apache/kafka:{version}"
     assert CI["kafka"]["image"] == f"logcount-ci/kafka:{version}"
 

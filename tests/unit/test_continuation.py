@@ -5,6 +5,7 @@ batch's count and its log line."""
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 
@@ -99,8 +100,9 @@ def test_a_trace_under_each_text_recipe_and_inside_an_envelope(regex, logged):
 def test_a_log_line_is_never_a_continuation_whatever_it_starts_with():
     indented = LineFormat.from_flags(line_regex=r"[ \t]*(?<time>\S+ \S+) (?<level>[A-Za-z]+)",
                                      continuation_lines="skip")
-    assert parse_record(b"\t2017-07-30 14:09:08 ERROR x", indented) == Parsed(
-        parse_record(b"2017-07-30 14:09:08 ERROR x", SKIP).minute, "ERROR")
+    plain = parse_record(b"2017-07-30 14:09:08 ERROR x", SKIP)
+    assert isinstance(plain, Parsed)
+    assert parse_record(b"\t2017-07-30 14:09:08 ERROR x", indented) == Parsed(plain.minute, "ERROR")
     # refused for its time, and starting with a blank: a continuation
     assert parse_record(b"\t2017-07-30 25:09:08 ERROR x", indented) is CONTINUED
     # a Python exception line that is a valid log line under the layout
@@ -115,7 +117,7 @@ def test_skip_changes_only_refused_lines_that_continue(name):
     """Property over the spark-rule corpus: skip's outcome is dlq's, except a line dlq refuses
     that is empty or matches the rule."""
     skip = FORMATS[name][0]
-    dlq = LineFormat.from_identity({**skip.identity(), "--continuation-lines": "dlq"})
+    dlq = LineFormat.from_identity({**skip.identity(), "continuation_lines": "dlq"})
     assert dlq.continuation == "dlq" and dlq != skip
     for raw in corpus(name, 1500, random.Random(name).randrange(1000)):
         a, b = parse_record(raw, dlq), parse_record(raw, skip)
@@ -137,13 +139,13 @@ def test_the_flag_is_checked_and_belongs_to_the_identity():
     with pytest.raises(FormatError, match="structured JSON logs"):
         LineFormat.from_flags(json_time_field="t", json_level_field="l", continuation_lines="skip")
     assert LineFormat.from_flags(json_time_field="t", json_level_field="l").continuation == "dlq"
-    assert LineFormat().identity()["--continuation-lines"] == "dlq"
+    assert LineFormat().identity()["continuation_lines"] == "dlq"
     assert LineFormat.from_identity(SKIP.identity()) == SKIP
     assert LineFormat.from_identity({"--level": "ERROR"}).continuation == "dlq"  # an older state
 
 
 def test_the_batch_counts_continuation_rows_apart():
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"p": None, "minute": b"2017-07-30 14:09", "mi": None, "bad_offset": None, "reason": None,
          "raw": None, "len": None, "n": 3, "rn": None, "cont": None},
         {"p": None, "minute": None, "mi": None, "bad_offset": None, "reason": None, "raw": None,

@@ -38,9 +38,9 @@ def test_a_demo_group_by_mistake_is_one_line(text, error):
         DemoSettings(group_by=text).validate()
 
 
-EXPECTED = {("2017-07-30 10:00:00", "checkout", "ERROR"): 5,
-            ("2017-07-30 10:01:00", "checkout", "ERROR"): 2,
-            ("2017-07-30 10:00:00", "auth", "WARN"): 1}
+EXPECTED: dict[tuple[str, ...], int] = {("2017-07-30 10:00:00", "checkout", "ERROR"): 5,
+    ("2017-07-30 10:01:00", "checkout", "ERROR"): 2,
+    ("2017-07-30 10:00:00", "auth", "WARN"): 1}
 
 
 def test_the_verdict_names_the_busiest_series_and_says_equal(capsys):
@@ -56,8 +56,9 @@ def test_the_verdict_names_the_busiest_series_and_says_equal(capsys):
 
 
 def test_a_row_off_by_one_or_one_too_many_is_a_mismatch(capsys):
-    table = {**EXPECTED, ("2017-07-30 10:01:00", "checkout", "ERROR"): 3,
-             ("2017-07-30 10:02:00", "cart", "INFO"): 1}
+    table: dict[tuple[str, ...], int] = {
+        **EXPECTED, ("2017-07-30 10:01:00", "checkout", "ERROR"): 3,
+        ("2017-07-30 10:02:00", "cart", "INFO"): 1}
     assert not report_series(table, EXPECTED, "t", ["service", "level"], "by construction")
     assert capsys.readouterr().out.rstrip().endswith(
         "RESULT: MISMATCH: 1 rows differ, 1 unexpected")

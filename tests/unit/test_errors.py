@@ -1,5 +1,7 @@
+from typing import cast
+
 import pytest
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, Producer
 
 from logcount.connectors.transactional_sink import (
     OutRecord,
@@ -17,7 +19,8 @@ from logcount.core.errors import (
 )
 
 
-def _exc(code, *, fatal=False, retriable=False, txn_requires_abort=False):
+def _exc(code: int, *, fatal: bool = False, retriable: bool = False,
+         txn_requires_abort: bool = False) -> KafkaException:
     return KafkaException(KafkaError(code, "x", fatal=fatal, retriable=retriable,
                                      txn_requires_abort=txn_requires_abort))
 
@@ -48,7 +51,7 @@ def _left_set(exc: KafkaException) -> SystemError:
     return err
 
 
-class _Producer:
+class _FailingProducer:
     def __init__(self, raises: BaseException) -> None:
         self.raises = raises
 
@@ -62,13 +65,18 @@ class _Producer:
         raise self.raises
 
 
+def _producer(raises: BaseException) -> Producer:
+    # The sink types its producer as confluent-kafka's class: the fake has the calls it makes.
+    return cast(Producer, _FailingProducer(raises))
+
+
 def test_a_kafka_error_left_set_by_the_client_is_still_a_kafka_error():
     fenced = _exc(KafkaError._FENCED, fatal=True)
     assert kafka_error(_left_set(fenced)) is fenced and kafka_error(fenced) is fenced
     assert kafka_error(SystemError("a real bug")) is None
     # produce/poll and the transactional calls: the one clear fenced line, not a traceback
     with pytest.raises(FencedError):
-        _produce_all(_Producer(_left_set(fenced)), [OutRecord("t", b"k", b"v")])
+        _produce_all(_producer(_left_set(fenced)), [OutRecord("t", b"k", b"v")])
 
     def call():
         raise _left_set(fenced)
@@ -76,7 +84,7 @@ def test_a_kafka_error_left_set_by_the_client_is_still_a_kafka_error():
     with pytest.raises(FencedError):
         _retrying("commit_transaction", call, 1.0)
     # closing never replaces the error that brought us there; a real bug still shows
-    _close(_Producer(_left_set(fenced)))
-    _close(_Producer(fenced))
+    _close(_producer(_left_set(fenced)))
+    _close(_producer(fenced))
     with pytest.raises(SystemError):
         _retrying("commit_transaction", lambda: (_ for _ in ()).throw(SystemError("bug")), 1.0)

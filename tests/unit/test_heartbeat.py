@@ -50,7 +50,12 @@ def test_the_watchdog_does_not_count_time_the_process_was_stopped(monkeypatch):
     # As if the process had been stopped for all but 0.1 s of the call so far.
     monkeypatch.setattr(transactional_sink, "frozen_between",
                         lambda t0, t1=None: max(0.0, time.monotonic() - started - 0.1))
-    assert transactional_sink._watched("call", lambda: time.sleep(0.6) or "done", 0.1) == "done"
+
+    def slow() -> str:
+        time.sleep(0.6)
+        return "done"
+
+    assert transactional_sink._watched("call", slow, 0.1) == "done"
 
 
 def test_a_call_that_runs_past_its_limit_is_hung(monkeypatch):

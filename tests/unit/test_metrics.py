@@ -29,6 +29,7 @@ def test_endpoints_serve_metrics_and_health():
     m, h = StageMetrics(), Health(stall_seconds=1)
     port = free_port()
     server = serve(port, m.registry, h)
+    assert server is not None
     try:
         m.batches_committed.inc(3)
         assert read_metrics(port)["logcount_batches_committed_total"] == 3
@@ -55,11 +56,13 @@ def test_a_probe_that_hangs_up_early_leaves_no_traceback(capfd):
     m, h = StageMetrics(), Health(stall_seconds=1)
     port = free_port()
     server = serve(port, m.registry, h)
+    assert server is not None
     try:
         try:  # what socketserver does with an exception from a handler
             raise BrokenPipeError(32, "Broken pipe")
         except BrokenPipeError:
-            server.handle_error(None, ("127.0.0.1", 1))
+            # No request object: the handler looks only at the exception being handled.
+            server.handle_error(None, ("127.0.0.1", 1))  # type: ignore[arg-type]
         for _ in range(30):  # real probes that reset the connection right after asking
             s = socket.create_connection(("127.0.0.1", port))
             s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")

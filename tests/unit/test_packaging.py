@@ -85,6 +85,12 @@ def test_the_wheel_ships_no_experiment_instrument(wheel: Path):
     assert all((ROOT / "tools" / f"{m}.py").is_file() for m in MOVED_TO_TOOLS)
 
 
+def _name(requirement: str) -> str:
+    found = re.match(r"[\w.-]+", requirement)
+    assert found, requirement
+    return found[0].lower()
+
+
 def test_pip_install_pulls_no_plotting_library(wheel: Path):
     """matplotlib is `logcount bench`'s alone: only the `bench` extra requires it."""
     zf = zipfile.ZipFile(wheel)
@@ -92,7 +98,7 @@ def test_pip_install_pulls_no_plotting_library(wheel: Path):
     requires = [line.removeprefix("Requires-Dist:").strip()
                 for line in zf.read(meta).decode().splitlines()
                 if line.startswith("Requires-Dist:")]
-    named = [(re.match(r"[\w.-]+", r)[0].lower(), r.partition(";")[2].strip()) for r in requires]
+    named = [(_name(r), r.partition(";")[2].strip()) for r in requires]
     plotting = [(name, marker) for name, marker in named
                 if name in ("matplotlib", "seaborn", "plotly", "bokeh", "pillow")]
     assert plotting == [("matplotlib", 'extra == "bench"')], requires
