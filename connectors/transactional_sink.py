@@ -1,12 +1,12 @@
 """Publishing one batch: results, DLQ records and input offsets in one Kafka transaction.
 
-The order inside `commit()` is the guarantee:
-  begin_transaction
-  produce totals + DLQ records           (invisible to read_committed readers until commit)
-  send_offsets_to_transaction            (the input offsets join the SAME transaction, so results
-                                          and progress commit or abort together; sent before
-                                          commit because after commit there is no transaction)
-  commit_transaction                     (one atomic step: all visible, offsets committed)
+The steps are the publisher's (`Publisher`, declared beside the batch that calls them in order:
+pipeline/batch.py, whose docstring says why the order is the guarantee):
+  begin                   begin_transaction
+  produce                 totals + DLQ records (invisible to read_committed readers until commit)
+  send_offsets            send_offsets_to_transaction: the input offsets join the SAME transaction
+  commit                  commit_transaction: one atomic step, all visible, offsets committed
+  abort                   abort_transaction, after an abortable error at any of the four
 `AtLeastOnceSink` is the deliberately weaker variant (benchmarks, proving the tests can fail):
 produce, flush, then commit offsets; a crash in between replays the batch.
 """
@@ -17,8 +17,8 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
-from typing import NamedTuple, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import NamedTuple
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
@@ -65,22 +65,6 @@ class OutRecord(NamedTuple):
     topic: str
     key: bytes
     value: bytes | None  # None: a tombstone (a state record the stage drops)
-
-
-class Publisher(Protocol):
-    """What the stage publishes a batch through: TransactionalSink (exactly-once) or
-    AtLeastOnceSink (no transaction, offsets committed after)."""
-
-    def init(self) -> None: ...
-
-    def commit(self, records: Sequence[OutRecord], offsets: Sequence[TopicPartition],
-               group_metadata: object) -> None: ...
-
-    def abort(self) -> None: ...
-
-    def close(self) -> None: ...
-
-    def abandon(self) -> None: ...
 
 
 def _watched(doing: str, call: Callable[[], object], timeout_s: float):
@@ -163,7 +147,7 @@ def _produce_all(producer: Producer, records: Sequence[OutRecord]) -> None:
 class TransactionalSink:
     """A transactional producer with a fixed transactional.id."""
 
-    def __init__(self, bootstrap: str, transactional_id: str, extra: dict[str, str],
+    def __init__(self, bootstrap: str, transactional_id: str, extra: Mapping[str, str],
                  crash: Callable[[str], None] = lambda point: None,
                  make_producer: Callable[[dict], Producer] = Producer) -> None:
         """`make_producer`: confluent-kafka's Producer, or a test's fake of it."""
@@ -190,32 +174,33 @@ class TransactionalSink:
         _retrying("init_transactions", lambda: self.producer.init_transactions(INIT_TIMEOUT_S),
                   INIT_TIMEOUT_S)
 
-    def commit(self, records: Sequence[OutRecord], offsets: Sequence[TopicPartition],
-               group_metadata: object) -> None:
-        """Publish `records` and `offsets` atomically. Raises AbortableKafkaError after aborting
-        (the caller re-plans and redoes the batch), FatalKafkaError/FencedError when done for."""
-        p = self.producer
-        try:
-            # begin_transaction is local (no request): it returns at once or raises.
-            _retrying("begin_transaction", p.begin_transaction, 0.0)
-            _produce_all(p, records)
-            self._crash("after_produce")
-            # Always with a timeout: it can hang while the group coordinator is down
-            # (librdkafka #3013); expiry surfaces as retriable, then abortable.
-            def send_offsets():
-                self._crash("in_send_offsets")  # a fault test's hang: inside the watched call
-                p.send_offsets_to_transaction(list(offsets), group_metadata,
-                                              SEND_OFFSETS_TIMEOUT_S)
+    def begin(self) -> None:
+        # begin_transaction is local (no request): it returns at once or raises.
+        _retrying("begin_transaction", self.producer.begin_transaction, 0.0)
 
-            if offsets:  # a claim has none
-                _retrying("send_offsets_to_transaction", send_offsets, SEND_OFFSETS_TIMEOUT_S)
-            self._crash("after_send_offsets")
-            # commit_transaction may be called again after a retriable error: it resumes.
-            _retrying("commit_transaction", lambda: p.commit_transaction(END_TIMEOUT_S),
-                      END_TIMEOUT_S)
-        except AbortableKafkaError:
-            self.abort()
-            raise
+    def produce(self, records: Sequence[OutRecord]) -> None:
+        _produce_all(self.producer, records)
+        self._crash("after_produce")
+
+    def send_offsets(self, topic: str, offsets: Mapping[int, int],
+                     group_metadata: object) -> None:
+        tps = [TopicPartition(topic, p, off) for p, off in sorted(offsets.items())]
+
+        # Always with a timeout: it can hang while the group coordinator is down
+        # (librdkafka #3013); expiry surfaces as retriable, then abortable.
+        def send_offsets():
+            self._crash("in_send_offsets")  # a fault test's hang: inside the watched call
+            self.producer.send_offsets_to_transaction(tps, group_metadata,
+                                                      SEND_OFFSETS_TIMEOUT_S)
+
+        if tps:  # a claim has none
+            _retrying("send_offsets_to_transaction", send_offsets, SEND_OFFSETS_TIMEOUT_S)
+        self._crash("after_send_offsets")
+
+    def commit(self) -> None:
+        # commit_transaction may be called again after a retriable error: it resumes.
+        _retrying("commit_transaction", lambda: self.producer.commit_transaction(END_TIMEOUT_S),
+                  END_TIMEOUT_S)
 
     def abort(self) -> None:
         try:
@@ -253,29 +238,40 @@ class AtLeastOnceSink:
     replays the batch and over-counts - kept to measure the cost of exactly-once and to prove
     that the fault tests can catch it."""
 
-    def __init__(self, bootstrap: str, consumer: Consumer, extra: dict[str, str],
+    def __init__(self, bootstrap: str, consumer: Consumer, extra: Mapping[str, str],
                  crash: Callable[[str], None] = lambda point: None) -> None:
         conf = client_config(bootstrap, None, **{"enable.idempotence": True, "linger.ms": 5})
         conf.update(extra)
         self.producer = Producer(conf)
         self.consumer = consumer
         self._crash = crash
+        self.offsets: list[TopicPartition] = []  # send_offsets: committed after the flush
 
     def init(self) -> None:
         pass
 
-    def commit(self, records: Sequence[OutRecord], offsets: Sequence[TopicPartition],
-               group_metadata: object) -> None:
+    def begin(self) -> None:
+        self.offsets = []
+
+    def produce(self, records: Sequence[OutRecord]) -> None:
         _produce_all(self.producer, records)
         remaining = self.producer.flush(END_TIMEOUT_S)
         if remaining:
             raise AbortableKafkaError(f"{remaining} records not delivered in {END_TIMEOUT_S}s")
         self._crash("after_produce")
+
+    def send_offsets(self, topic: str, offsets: Mapping[int, int],
+                     group_metadata: object) -> None:
+        self.offsets = [TopicPartition(topic, p, off) for p, off in sorted(offsets.items())]
+
+    def commit(self) -> None:
+        """The records are flushed: only now are the offsets committed, outside any transaction
+        (a crash in between replays the batch)."""
         self._crash("after_send_offsets")
 
         def commit_offsets():
             self._crash("in_send_offsets")  # a fault test's hang: inside the watched call
-            self.consumer.commit(offsets=list(offsets), asynchronous=False)
+            self.consumer.commit(offsets=self.offsets, asynchronous=False)
 
         _retrying("commit offsets", commit_offsets, END_TIMEOUT_S)
 

@@ -1,42 +1,27 @@
 """The stage's real collaborators, wired in one place: the Kafka cluster through its admin
-client, the transactional publisher with its group consumer, and the Spark job. `run_stage` is
-what `logcount run` (and the demo) call; tests give `Stage` fakes instead (tests/unit)."""
+client, the transactional publisher with its group consumer, and the Spark job
+(pipeline/compute.py). `run_stage` is what `logcount run` (and the demo) call; tests give
+`Stage` fakes instead (tests/unit)."""
 
 from __future__ import annotations
-
-import contextlib
-import logging
-import sys
 
 from confluent_kafka import Consumer, KafkaException
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from logcount.connectors import kafka_io, state_topic
-from logcount.connectors.transactional_sink import (
-    AtLeastOnceSink,
-    Publisher,
-    TransactionalSink,
-)
+from logcount.connectors.transactional_sink import AtLeastOnceSink, TransactionalSink
 from logcount.core.errors import ConfigError, FatalKafkaError, StateRefused
 from logcount.core.settings import RunSettings
-from logcount.formats.spark import check_regex
-from logcount.formats.spec import FormatError
 from logcount.pipeline import start_facts
+from logcount.pipeline.batch import Publisher
+from logcount.pipeline.compute import SparkCompute
 from logcount.pipeline.crash import CrashPoints
-from logcount.pipeline.driver import Seams, Stage, executor_kafka_options
-from logcount.pipeline.job import BatchResult, compute_batch
-from logcount.pipeline.offsets import OffsetRange
+from logcount.pipeline.driver import Seams, Stage
 from logcount.pipeline.spark import SessionStart, connector_jars, under_spark_submit
 from logcount.pipeline.state import state_topic_name
 
-log = logging.getLogger("logcount.stage")
-
 # The DLQ keeps malformed lines for 90 days: long enough for someone to notice and replay them.
 DLQ_RETENTION_MS = str(90 * 24 * 3600 * 1000)
-# How long a failing start-up waits, with --verbose, for the Spark session it began beside it
-# (so that the JVM's start-up chatter comes before our one error line). A session starts in
-# 2-10 s; past this the error is printed anyway.
-SPARK_START_WAIT_S = 60.0
 
 
 class KafkaCluster:
@@ -104,46 +89,6 @@ class KafkaClients:
         return sink, consumer
 
 
-class SparkCompute:
-    """The stage's Compute: the Spark session (begun by the caller, or here) and the job."""
-
-    def __init__(self, s: RunSettings, spark: SessionStart | None) -> None:
-        self.s = s
-        self.started = spark or SessionStart(s.master, paced=s.paced)
-        self.options = executor_kafka_options(s.spark_kafka_options, s.group_id)
-        self.session = None
-
-    def check_format(self) -> None:
-        if self.s.line_format.line_regex is not None:
-            try:
-                check_regex(self.started.result(), self.s.line_format)
-            except FormatError as exc:
-                raise ConfigError(str(exc)) from None
-
-    def settle(self) -> None:
-        if _jvm_writes_where_we_do():
-            # --verbose: let the JVM finish writing to our stderr, so the error that stops us
-            # is the last line an operator sees. Otherwise its output goes to the log file and
-            # we exit at once; the JVM exits by itself when our pipe closes.
-            with contextlib.suppress(Exception):
-                self.started.result(timeout=SPARK_START_WAIT_S)
-
-    def ready(self) -> None:
-        self.session = spark = self.started.result()
-        log.info("Spark %s session on %s ready %.1fs after it began%s", spark.version,
-                 spark.sparkContext.master, self.started.took or 0.0,
-                 " (from spark-submit)" if under_spark_submit() else "")
-
-    def cancel(self) -> None:
-        if self.session is not None:
-            self.session.sparkContext.cancelAllJobs()
-
-    def batch(self, ranges: list[OffsetRange], late_before: int | None) -> BatchResult:
-        s = self.s
-        return compute_batch(self.session, s.bootstrap_servers, s.input_topic, ranges,
-                             s.line_format, self.options, s.max_malformed_per_batch, late_before)
-
-
 def wire(s: RunSettings, spark: SessionStart | None = None) -> Stage:
     """The stage with its real collaborators."""
     if not under_spark_submit():  # spark-submit brings its own jars (or --packages)
@@ -166,13 +111,3 @@ def _require_compacted(adm: AdminClient, topic: str, role: str) -> None:
         kafka_io.require_compacted(adm, topic, role)
     except ConfigError as exc:
         raise StateRefused(str(exc)) from None
-
-
-def _jvm_writes_where_we_do() -> bool:
-    """Whether the Spark JVM's output (it inherits fd 2) reaches the stream our error line goes
-    to (sys.stderr). Unless --verbose, the CLI points fd 2 at a log file and keeps sys.stderr
-    on a copy of the terminal's descriptor."""
-    try:
-        return sys.stderr.fileno() == 2
-    except (AttributeError, OSError, ValueError):  # replaced by something without a descriptor
-        return True

@@ -22,10 +22,9 @@ from typing import Any
 
 from pyspark.sql.types import _create_row
 
-from logcount.core.records import TotalEncoder
 from logcount.formats.rule import minute_label
 from logcount.formats.spec import LineFormat
-from logcount.pipeline.driver import Stage
+from logcount.pipeline.batch import BatchRecords
 from logcount.pipeline.job import batch_result
 from logcount.pipeline.offsets import OffsetRange
 from logcount.pipeline.series import SeriesTotals
@@ -37,18 +36,14 @@ CELLS = 990
 FIELDS = ["p", "minute", "mi", "bad_offset", "reason", "raw", "len", "d0", "n", "rn"]
 
 
-def _stage(state: StageState, fmt: LineFormat) -> Stage:
-    """A Stage with only batch_records' inputs."""
-    stage = Stage.__new__(Stage)
-    settings: Any = SimpleNamespace(output_topic="out", dlq_topic="dlq", input_topic="in")
-    stage.s = settings
-    stage.state, stage.state_topic, stage.encoder = state, "state", None
-    stage.totals_encoder = TotalEncoder(fmt.level_label)
-    stage.fmt = fmt
-    return stage
+def _stage(state: StageState, fmt: LineFormat) -> BatchRecords:
+    """What turns a batch into its records (pipeline/batch.py), with only its inputs."""
+    settings: Any = SimpleNamespace(output_topic="out", dlq_topic="dlq", input_topic="in",
+                                    line_format=fmt)
+    return BatchRecords(settings)
 
 
-def _steps(state: StageState, stage: Stage, rows: list[Any], span: OffsetRange, width: int,
+def _steps(state: StageState, stage: BatchRecords, rows: list[Any], span: OffsetRange, width: int,
            now: int) -> tuple[float, float, float, float]:
     """Milliseconds of the driver's four steps on one batch's collected rows."""
     t0 = time.perf_counter()
@@ -56,7 +51,7 @@ def _steps(state: StageState, stage: Stage, rows: list[Any], span: OffsetRange, 
     t1 = time.perf_counter()
     change = state.change(res.ranges, res.counts, now, None, [], res.series)
     t2 = time.perf_counter()
-    stage.batch_records(res, change)
+    stage(state, res, change)
     t3 = time.perf_counter()
     state.advance(change)
     t4 = time.perf_counter()

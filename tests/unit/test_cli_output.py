@@ -33,7 +33,7 @@ def test_the_jvm_shares_our_stderr_only_with_verbose(tmp_path, verbose):
     import sys
 
     code = ("from logcount.cli import _output; "
-            "from logcount.pipeline.wiring import _jvm_writes_where_we_do; "
+            "from logcount.pipeline.compute import _jvm_writes_where_we_do; "
             f"_output('run', {verbose}); print(_jvm_writes_where_we_do())")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env={**os.environ, "LOGCOUNT_LOG_DIR": str(tmp_path)}, check=True)

@@ -1,10 +1,10 @@
 """What Spark's executors are given to read Kafka: spark-sql-kafka's options
 (pipeline/job.py reader_options) and the Java client properties the stage adds
-(pipeline/driver.py executor_kafka_options)."""
+(pipeline/compute.py executor_kafka_options)."""
 
 import json
 
-from logcount.pipeline.driver import executor_kafka_options
+from logcount.pipeline.compute import executor_kafka_options
 from logcount.pipeline.job import FETCH_MAX_WAIT_MS, MAX_POLL_RECORDS, reader_options
 from logcount.pipeline.offsets import OffsetRange
 

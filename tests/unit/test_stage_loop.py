@@ -1,15 +1,21 @@
-"""The batch loop (pipeline/driver.py) over fakes (tests/support/fakes.py): the transaction's
-call order, the abort path, the backoff and give-up, hang and fencing recovery, in milliseconds.
+"""The batch loop (pipeline/batch.py, loop.py, clients.py) over fakes (tests/support/fakes.py):
+the transaction's call order, the abort path, the backoff and give-up, hang and fencing recovery,
+in milliseconds.
 The real TransactionalSink drives a fake Producer, so the order under test is the sink's own."""
 
 from __future__ import annotations
 
 import pytest
-from py4j.protocol import Py4JError
 
 from logcount.connectors import transactional_sink
-from logcount.core.errors import DependencyError, FatalKafkaError, HungClientError, TakenOverError
-from logcount.pipeline import driver
+from logcount.core.errors import (
+    ComputeError,
+    DependencyError,
+    FatalKafkaError,
+    HungClientError,
+    TakenOverError,
+)
+from logcount.pipeline import clients, loop
 from logcount.pipeline.state import CLAIM_KEY, claim_value
 from tests.support.fakes import Broker, abortable, fenced, hang_forever, rig
 
@@ -55,7 +61,7 @@ def test_an_abortable_commit_aborts_and_the_batch_is_planned_again_from_the_old_
     # the second commit's.
     assert r.compute.jobs == [[(0, 0, 10)], [(0, 0, 10)]]
     assert broker.group == {0: 10}
-    assert r.clock.sleeps[0] == driver.RETRY_FIRST_S
+    assert r.clock.sleeps[0] == loop.RETRY_FIRST_S
 
 
 def test_an_abortable_send_offsets_aborts_without_committing():
@@ -81,11 +87,11 @@ def test_state_moves_only_after_the_commit():
 
 def test_failing_jobs_back_off_then_give_up_after_five_minutes():
     r = rig()
-    r.compute.errors = [Py4JError("the JVM is gone")] * 10_000
+    r.compute.errors = [ComputeError("the JVM is gone")] * 10_000
     with pytest.raises(DependencyError, match="the Spark job failed .* times in a row over 300s"):
         r.stage.run()
     assert r.clock.sleeps[:3] == [0.5, 1.0, 1.0]
-    assert sum(r.clock.sleeps) == pytest.approx(driver.GIVE_UP_AFTER_S - 0.5, abs=1.0)
+    assert sum(r.clock.sleeps) == pytest.approx(loop.GIVE_UP_AFTER_S - 0.5, abs=1.0)
     assert _metric(r.stage, "logcount_batches_aborted_total") == len(r.clock.sleeps) + 1
     # The clients that saw the failure were replaced once, not at every retry.
     assert _recoveries(r.stage, "after_outage") == 1
@@ -93,7 +99,7 @@ def test_failing_jobs_back_off_then_give_up_after_five_minutes():
 
 def test_a_job_that_succeeds_again_resets_the_backoff():
     r = rig()
-    r.compute.errors = [Py4JError("lost"), Py4JError("lost")]
+    r.compute.errors = [ComputeError("lost"), ComputeError("lost")]
     assert r.stage.run() == 0
     assert r.clock.sleeps == [0.5, 1.0]
     assert r.stage.backoff.failures == 0 and r.stage.backoff.since is None
@@ -158,7 +164,7 @@ def test_fenced_by_its_own_timeout_is_recovered_and_a_fourth_fencing_is_fatal():
     assert r.stage.run() == 0
     assert _recoveries(r.stage, "fenced") == 1 and broker.group == {0: 10}
     # No freeze explains it: the claim was watched for CLAIM_GRACE_S before fencing anyone back.
-    assert r.clock.sleeps == [driver.CLAIM_POLL_S] * 10
+    assert r.clock.sleeps == [clients.CLAIM_POLL_S] * 10
 
     broker = Broker(faults={"commit": [lambda: None] + [_raise(fenced()), lambda: None] * 4})
     r = rig(broker)
