@@ -10,7 +10,8 @@ import pymysql
 import pytest
 
 from logcount.connectors import kafka_io
-from logcount.connectors.mysql_sink import DRIFT_CHECK_INTERVAL_S, MySQLSession
+from logcount.connectors.mysql_sink import DRIFT_CHECK_INTERVAL_S
+from logcount.connectors.mysql_store import MySQLStore
 from logcount.connectors.sink_store import Total
 from logcount.core.errors import TopicChangedError
 from tests.support.inputs import create_topic, minute, write_totals
@@ -180,7 +181,7 @@ def test_a_running_sink_notices_the_recreation(endpoints, names, mysql_db, tmp_p
 def test_a_batch_read_from_another_topic_id_is_not_written(names, mysql_db):
     """The fence: once MySQL's offsets are of another topic id (another sink repaired them), a
     sink still holding records of the old topic writes nothing."""
-    store = MySQLSession(mysql_db)
+    store = MySQLStore(mysql_db)
     group, topic = names.group + "-sink", names.topic("out")
     try:
         store.ensure_schema()

@@ -1,0 +1,160 @@
+"""The sink's store on MySQL/MariaDB: one connection, each call one transaction of the SQL in
+connectors/sink_store.py, retried on a new connection after a transient error.
+
+`MySQLStore` is the one class of the `SinkStore` protocol (connectors/sink_ports.py) for MySQL; a
+second database is a second class beside it. Its connection, clock and sleep are handed in
+(`connect`, `clock`, `sleep`), so the unit tests run it on a fake connection without waiting.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import pymysql
+
+from logcount.connectors import sink_store
+from logcount.connectors.sink_store import Total
+from logcount.core.backoff import Backoff
+from logcount.core.errors import DependencyError, TopicChangedError
+from logcount.core.settings import MySQLUrl
+
+log = logging.getLogger("logcount.sink")
+
+T = TypeVar("T")
+
+# MySQL errors that mean "not now" (server gone, restarting, lock trouble): retry with backoff.
+_TRANSIENT = {2003, 2006, 2013, 2055, 1205, 1213, 1040, 1053, 1927}
+_ACCESS_DENIED = {1044, 1045, 1698}
+_TLS_FAILED = 2026  # CR_SSL_CONNECTION_ERROR: TLS required (--mysql-tls-ca) but not possible
+# Why these: MySQL restarts take seconds; 0.5 s first retry, doubling to 2 s, rides out a restart
+# or a cut link and writes again within 2 s of the heal, while one connection attempt every 2 s is
+# nothing to a struggling server.
+BACKOFF_FIRST_S = 0.5
+BACKOFF_MAX_S = 2.0
+
+
+class MySQLStore:
+    """The sink's MySQL side: one connection; each call one transaction of the store
+    (connectors/sink_store.py), retried on a new connection after a transient error."""
+
+    def __init__(self, url: MySQLUrl, stop: threading.Event | None = None,
+                 create_database: bool = False, tls_ca: str | None = None,
+                 table: str = sink_store.DEFAULT_TABLE, *,
+                 connect: Callable[[], Any] | None = None,
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], object] | None = None) -> None:
+        self.url = url
+        self.table = table
+        self.tables_ready: set[tuple[str, ...]] = set()  # dimensions whose table was checked
+        self.conn: Any = None  # a pymysql connection (or the tests' fake), None between them
+        self.stop = stop or threading.Event()
+        self.connect = connect or (lambda: sink_store.connect(url, create_database, tls_ca))
+        self.clock = clock
+        self.sleep = sleep or self.stop.wait  # a stop cuts a wait short
+
+    def with_retry(self, doing: str, fn: Callable[[Any], T], deadline: float | None = None) -> T:
+        """Run fn(conn) in a transaction; on a transient error roll back, reconnect, retry
+        (until `deadline`, a clock() value, when given: the start-up's bound)."""
+        backoff = Backoff(BACKOFF_FIRST_S, BACKOFF_MAX_S, clock=self.clock)  # this outage's
+        while True:
+            try:
+                if self.conn is None:
+                    self.conn = self.connect()
+                result = fn(self.conn)
+                self.conn.commit()
+                if backoff.failures and deadline is None:
+                    log.info("MySQL at %s:%d answers again after %.1fs: %s resumed",
+                             self.url.host, self.url.port, backoff.elapsed(), doing)
+                return result
+            except pymysql.err.MySQLError as exc:
+                self._drop()  # the transaction rolls back with its connection
+                delay = self._retry_delay(doing, exc, backoff, deadline)
+                self.sleep(delay)
+
+    def _retry_delay(self, doing: str, exc: pymysql.err.MySQLError, backoff: Backoff,
+                     deadline: float | None) -> float:
+        """The wait before the next try after `exc`, with its one log line; DependencyError
+        when `exc` is not transient, the sink stops, or the start-up's deadline would pass."""
+        code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
+        text = str(exc.args[-1]) if exc.args else str(exc)
+        if code == _TLS_FAILED or "CERTIFICATE_VERIFY_FAILED" in text:
+            # An untrusted certificate or a server without TLS stays so: no retry.
+            raise DependencyError(f"MySQL at {self.url.host}:{self.url.port}: TLS "
+                                  f"failed: {text}") from exc
+        if code in _ACCESS_DENIED:
+            raise DependencyError(f"MySQL {self.url!r} refused us: {exc.args[-1]}") from exc
+        if code not in _TRANSIENT and not isinstance(exc, pymysql.err.InterfaceError):
+            raise DependencyError(f"MySQL {doing}: {exc}") from exc
+        if self.stop.is_set():
+            raise DependencyError(f"MySQL {doing}: stopping while MySQL is down") from exc
+        first = backoff.failures == 0
+        delay = backoff.failed()
+        assert delay is not None  # no budget of its own: the deadline bounds it
+        if deadline is not None and self.clock() + delay > deadline:
+            raise DependencyError(f"MySQL at {self.url.host}:{self.url.port} "
+                                  f"unreachable ({doing}): {exc.args[-1]}") from exc
+        if deadline is None and first:  # running: one line an outage
+            log.warning("MySQL %s failed (%s); waiting for MySQL at %s:%d, retrying "
+                        "every %.0fs at most: the sink resumes by itself", doing, text,
+                        self.url.host, self.url.port, BACKOFF_MAX_S)
+        elif deadline is None:
+            log.debug("MySQL %s failed again (%s)", doing, text)
+        elif first:  # at start: one line, then the verdict
+            log.info("waiting for MySQL at %s:%d (%s), up to %.0fs", self.url.host,
+                     self.url.port, text, deadline - self.clock())
+        return delay
+
+    def _drop(self) -> None:
+        if self.conn is not None:
+            with contextlib.suppress(Exception):  # already broken
+                self.conn.close()
+            self.conn = None
+
+    def ensure_schema(self, timeout_s: float | None = None) -> None:
+        """Create the tables if missing; at start, give up after `timeout_s` of retries."""
+        deadline = None if timeout_s is None else self.clock() + timeout_s
+        self.with_retry("creating tables", sink_store.create_tables, deadline)
+        self.with_retry("creating tables",
+                        lambda conn: sink_store.create_counts_table(conn, self.table), deadline)
+
+    def load_offsets(self, group: str, topic: str) -> dict[int, int]:
+        return self.with_retry("reading offsets",
+                               lambda conn: sink_store.read_offsets(conn, group, topic))
+
+    def reconcile_topic(self, group: str, topic: str, current_id: str | None,
+                        ends: Mapping[int, int]) -> str | None:
+        """The drift check, in one transaction (sink_store.reconcile_topic): the drift's reason,
+        or None."""
+        return self.with_retry(
+            "checking the stored offsets against the topic",
+            lambda conn: sink_store.reconcile_topic(conn, group, topic, current_id, ends))
+
+    def apply(self, group: str, topic: str, totals: Sequence[Total],
+              ends: Mapping[int, int] | None = None,
+              topic_id: str | None = None) -> dict[int, int]:
+        """Upsert the last total per minute and the next offsets, atomically; return the offsets
+        (sink_store.write_batch). `topic_id` is the id this sink's drift check saw: if MySQL now
+        holds another, the records are of another incarnation of the topic and nothing is
+        written. The counts table is created (or checked) first, in a transaction of its own:
+        DDL commits implicitly, so it cannot share the batch's."""
+        dims = sink_store.batch_dims(topic, totals)
+        if totals and dims not in self.tables_ready:
+            self.with_retry("creating the counts table", lambda conn: sink_store.
+                            ensure_counts_table(conn, self.table, topic, dims))
+            self.tables_ready.add(dims)
+        nxt, changed = self.with_retry(
+            "writing a batch",
+            lambda conn: sink_store.write_batch(conn, group, topic, totals, ends, topic_id,
+                                                self.table, dims))
+        if changed is not None:
+            raise TopicChangedError(
+                f"topic {topic} changed under this sink: MySQL's offsets are of topic id "
+                f"{changed}, this sink read id {topic_id}; nothing written")
+        return nxt
+
+    def close(self) -> None:
+        self._drop()
