@@ -62,6 +62,13 @@ def _signal_tree(pid: int, sig: int) -> None:
             os.kill(p, sig)
 
 
+def _pid(service: stack.Kafka | stack.MariaDB) -> int:
+    """The embedded service's pid: it runs (the stack fixture started it)."""
+    pid = service.pid()
+    assert pid is not None, f"{type(service).__name__} is not running"
+    return pid
+
+
 def _state(pid: int) -> str:
     return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
 
@@ -372,9 +379,9 @@ def test_broker_and_mariadb_stopped_30s_and_mariadb_killed(endpoints, names, mys
         wait_for(lambda: stage_done() and sink_done(), timeout_s=240, what="the first counts")
         seen = len(sink_log.read_text().splitlines())
         # 1. The broker stopped: nothing answers, connections stay open.
-        os.kill(kafka.pid(), signal.SIGSTOP)
+        os.kill(_pid(kafka), signal.SIGSTOP)
         time.sleep(30)
-        os.kill(kafka.pid(), signal.SIGCONT)
+        os.kill(_pid(kafka), signal.SIGCONT)
         continued = time.time()
         # A KRaft broker stopped past its session is fenced by its controller and registers
         # again on resume: it answers metadata at once, but serves partitions only after that.
@@ -398,10 +405,10 @@ def test_broker_and_mariadb_stopped_30s_and_mariadb_killed(endpoints, names, mys
         assert sum("waiting for the broker" in ln for ln in _new_lines(sink_log, seen)) <= 1
         # 2. MariaDB stopped while the stage keeps publishing: the sink waits, then writes.
         seen = len(sink_log.read_text().splitlines())
-        os.kill(db.pid(), signal.SIGSTOP)
+        os.kill(_pid(db), signal.SIGSTOP)
         feed()
         time.sleep(30)
-        os.kill(db.pid(), signal.SIGCONT)
+        os.kill(_pid(db), signal.SIGCONT)
         healed = time.time()
         took["MariaDB stopped 30 s: sink"] = resumed(healed, "the sink after MariaDB resumed")
         lines = _new_lines(sink_log, seen)

@@ -173,13 +173,19 @@ def test_the_spark_ui_is_at_the_url_up_printed_not_on_the_busy_port(demo, busy_p
         assert int(printed.group(1)) not in busy_ports
 
 
+def _port(service: str) -> int:
+    port = host_port(service)
+    assert port is not None, f"{service} is not running"
+    return port
+
+
 def test_the_metrics_of_the_stage_and_the_sink(demo):
     n, _ = _generator_load()
-    stage = read_metrics(host_port("stage"), timeout=10)
+    stage = read_metrics(_port("stage"), timeout=10)
     assert stage["logcount_records_read_total"] == n
     assert stage["logcount_batches_committed_total"] >= 1
     assert stage["logcount_malformed_records_total"] > 0  # the generator writes ~1 % malformed
-    sink = read_metrics(host_port("sink"), timeout=10)
+    sink = read_metrics(_port("sink"), timeout=10)
     assert sink["logcount_sink_records_applied_total"] >= 1
     assert sink["logcount_sink_batches_written_total"] >= 1
 
@@ -242,7 +248,8 @@ def test_the_compose_mysql_takes_a_grouped_table_with_values_a_default_collation
 def _collation_records() -> tuple[list[str], Counter]:
     """Filebeat envelopes whose hosts a default collation would merge; their series by
     construction."""
-    lines, rows = [], Counter()
+    lines: list[str] = []
+    rows: Counter[tuple[str, str, str]] = Counter()
     for i in range(48):
         host, level = COLLATION_HOSTS[i % 4], ("ERROR", "WARN", "INFO")[i % 3]
         minute = f"2017-07-30 09:0{i % 2}"
@@ -262,7 +269,7 @@ def test_a_killed_stage_restarts_and_the_table_is_exact_again(demo):
     # An operator's kill: docker does not restart a container it was told to kill, so start it.
     subprocess.run(["docker", "kill", compose("ps", "-q", "stage").strip()], check=True,
                    capture_output=True)
-    assert loader.wait(timeout=300) == 0, loader.stderr.read()
+    assert loader.wait(timeout=300) == 0, loader.communicate()[1]
     compose("start", "stage")
     # A crash: the process dies under the stage's feet (as the OOM killer would), while it is
     # catching up on the second load; `restart: on-failure` brings it back.

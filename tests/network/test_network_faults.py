@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import random
 import signal
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -32,8 +33,9 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import NewTopic
 
 from logcount.connectors import stack
+from logcount.core.settings import MySQLUrl
 from logcount.formats.shapes import synthetic_lines
-from tests.support.cluster import ADMIN_USER
+from tests.support.cluster import ADMIN_USER, SecuredCluster
 from tests.support.exact import assert_exact
 from tests.support.metrics import metric
 from tests.support.names import Names
@@ -116,16 +118,16 @@ class PacedWriter(threading.Thread):
 
 @dataclass
 class Rig:
-    cluster: object
+    cluster: SecuredCluster
     names: Names
     tmp: Path
     toxi: Toxiproxy
     brokers: dict[int, Proxy]
     mysql: Proxy
-    url: object  # the database, reached directly (the checks)
+    url: MySQLUrl  # the database, reached directly (the checks)
     writer: PacedWriter
     ports: dict[str, int] = field(default_factory=dict)
-    procs: dict[str, object] = field(default_factory=dict)
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     report: list[str] = field(default_factory=list)
 
     @property

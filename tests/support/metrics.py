@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import urllib.request
+from typing import overload
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -24,6 +25,14 @@ def read_metrics(port: int, timeout: float = 5.0) -> dict[str, float]:
 
 
 _RAISE = object()
+
+
+@overload  # a number in, a number out: `metric(...) >= 1` needs no None check
+def metric(port: int, name: str, default: float = 0.0, *, down: float = ...,
+           timeout: float = 5.0) -> float: ...
+@overload
+def metric(port: int, name: str, default: float | None = 0.0, *, down: object = ...,
+           timeout: float = 5.0) -> float | None: ...
 
 
 def metric(port: int, name: str, default: float | None = 0.0, *, down: object = _RAISE,

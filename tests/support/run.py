@@ -23,7 +23,8 @@ def cli(*args: str, env: dict | None = None, timeout: float = 600,
     return proc
 
 
-def start_cli(*args: str, env: dict | None = None, log_path: Path | None = None):
+def start_cli(*args: str, env: dict | None = None,
+              log_path: Path | None = None) -> subprocess.Popen[bytes]:
     out = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115
     return subprocess.Popen([*LOGCOUNT, *args], stdout=out, stderr=subprocess.STDOUT,
                             env={**os.environ, **(env or {})}, cwd=ROOT)
