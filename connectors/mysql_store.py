@@ -8,6 +8,7 @@ second database is a second class beside it. Its connection, clock and sleep are
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import threading
 import time
@@ -20,6 +21,7 @@ from logcount.connectors import sink_store
 from logcount.connectors.sink_store import Total
 from logcount.core.backoff import Backoff
 from logcount.core.errors import DependencyError, TopicChangedError
+from logcount.core.retry import Retry, retry
 from logcount.core.settings import MySQLUrl
 
 log = logging.getLogger("logcount.sink")
@@ -60,53 +62,62 @@ class MySQLStore:
         """Run fn(conn) in a transaction; on a transient error roll back, reconnect, retry
         (until `deadline`, a clock() value, when given: the start-up's bound)."""
         backoff = Backoff(BACKOFF_FIRST_S, BACKOFF_MAX_S, clock=self.clock)  # this outage's
-        while True:
+
+        def attempt() -> T:
             try:
                 if self.conn is None:
                     self.conn = self.connect()
                 result = fn(self.conn)
                 self.conn.commit()
-                if backoff.failures and deadline is None:
-                    log.info("MySQL at %s:%d answers again after %.1fs: %s resumed",
-                             self.url.host, self.url.port, backoff.elapsed(), doing)
                 return result
-            except pymysql.err.MySQLError as exc:
+            except pymysql.err.MySQLError:
                 self._drop()  # the transaction rolls back with its connection
-                delay = self._retry_delay(doing, exc, backoff, deadline)
-                self.sleep(delay)
+                raise
 
-    def _retry_delay(self, doing: str, exc: pymysql.err.MySQLError, backoff: Backoff,
-                     deadline: float | None) -> float:
-        """The wait before the next try after `exc`, with its one log line; DependencyError
-        when `exc` is not transient, the sink stops, or the start-up's deadline would pass."""
+        def waiting(verdict: Retry, delay: float) -> None:
+            self._say_waiting(doing, verdict.error, backoff.failures == 1, deadline)
+
+        result = retry(attempt, backoff, functools.partial(self._classify, doing),
+                       sleep=self.sleep, stop=self.stop.is_set, deadline=deadline,
+                       on_retry=waiting)
+        if backoff.failures and deadline is None:
+            log.info("MySQL at %s:%d answers again after %.1fs: %s resumed",
+                     self.url.host, self.url.port, backoff.elapsed(), doing)
+        return result
+
+    def _classify(self, doing: str, exc: Exception) -> Retry | BaseException:
+        """A MySQL error worth another try (the server gone, restarting, lock trouble), or
+        the one-line DependencyError that ends the sink; any other exception goes through."""
+        if not isinstance(exc, pymysql.err.MySQLError):
+            return exc
         code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
         text = str(exc.args[-1]) if exc.args else str(exc)
         if code == _TLS_FAILED or "CERTIFICATE_VERIFY_FAILED" in text:
             # An untrusted certificate or a server without TLS stays so: no retry.
-            raise DependencyError(f"MySQL at {self.url.host}:{self.url.port}: TLS "
-                                  f"failed: {text}") from exc
+            return DependencyError(f"MySQL at {self.url.host}:{self.url.port}: TLS "
+                                   f"failed: {text}")
         if code in _ACCESS_DENIED:
-            raise DependencyError(f"MySQL {self.url!r} refused us: {exc.args[-1]}") from exc
+            return DependencyError(f"MySQL {self.url!r} refused us: {exc.args[-1]}")
         if code not in _TRANSIENT and not isinstance(exc, pymysql.err.InterfaceError):
-            raise DependencyError(f"MySQL {doing}: {exc}") from exc
-        if self.stop.is_set():
-            raise DependencyError(f"MySQL {doing}: stopping while MySQL is down") from exc
-        first = backoff.failures == 0
-        delay = backoff.failed()
-        assert delay is not None  # no budget of its own: the deadline bounds it
-        if deadline is not None and self.clock() + delay > deadline:
-            raise DependencyError(f"MySQL at {self.url.host}:{self.url.port} "
-                                  f"unreachable ({doing}): {exc.args[-1]}") from exc
-        if deadline is None and first:  # running: one line an outage
+            return DependencyError(f"MySQL {doing}: {exc}")
+        return Retry(exc, give_up=DependencyError(
+            f"MySQL at {self.url.host}:{self.url.port} unreachable ({doing}): {exc.args[-1]}"),
+            stopped=DependencyError(f"MySQL {doing}: stopping while MySQL is down"))
+
+    def _say_waiting(self, doing: str, exc: BaseException, first: bool,
+                     deadline: float | None) -> None:
+        """Running: one WARN line an outage (DEBUG after); at start: one line, then the
+        verdict."""
+        text = str(exc.args[-1]) if exc.args else str(exc)
+        if deadline is None and first:
             log.warning("MySQL %s failed (%s); waiting for MySQL at %s:%d, retrying "
                         "every %.0fs at most: the sink resumes by itself", doing, text,
                         self.url.host, self.url.port, BACKOFF_MAX_S)
         elif deadline is None:
             log.debug("MySQL %s failed again (%s)", doing, text)
-        elif first:  # at start: one line, then the verdict
+        elif first:
             log.info("waiting for MySQL at %s:%d (%s), up to %.0fs", self.url.host,
                      self.url.port, text, deadline - self.clock())
-        return delay
 
     def _drop(self) -> None:
         if self.conn is not None:

@@ -3,6 +3,7 @@ replaced, fatal errors kept for the loop) on the sink's fakes (tests/support/sin
 MySQL's retries in MySQLStore on a handed-in connection, clock and sleep."""
 
 import logging
+import threading
 from collections.abc import Callable
 
 import pymysql
@@ -191,3 +192,30 @@ def test_mysql_errors_that_waiting_does_not_cure_end_the_sink_at_once():
         with pytest.raises(DependencyError, match=line):
             store.with_retry("writing", lambda c: 7)
         assert clock.slept == []
+
+
+def test_a_stop_during_a_mysql_outage_ends_the_retries_with_one_line():
+    clock, stop = Clock(), threading.Event()
+
+    def sleep(seconds: float) -> None:
+        clock.sleep(seconds)
+        stop.set()  # SIGTERM while waiting: one more try, then the verdict
+
+    store = MySQLStore(MySQLUrl.parse("mysql://root@127.0.0.1:1/db"), stop, clock=clock.now,
+                       sleep=sleep, connect=connects(
+                           *[pymysql.err.OperationalError(2003, "refused")] * 3))
+    with pytest.raises(DependencyError, match="MySQL writing: stopping while MySQL is down"):
+        store.with_retry("writing", lambda c: 7)
+    assert clock.slept == [0.5]
+
+
+def test_an_error_of_ours_inside_the_transaction_goes_through_unchanged():
+    conn = _Conn()
+    store = MySQLStore(MySQLUrl.parse("mysql://root@127.0.0.1:1/db"), connect=connects(conn))
+
+    def refuse(c):
+        raise ValueError("not a MySQL error")
+
+    with pytest.raises(ValueError, match="not a MySQL error"):
+        store.with_retry("writing", refuse)
+    assert store.conn is conn and conn.commits == 0
