@@ -4,7 +4,7 @@ The rows and the consumed offsets are written in ONE MySQL transaction. Inside i
 offsets are locked (SELECT ... FOR UPDATE) and any record below them is skipped, so neither a
 replay nor a zombie sink after a rebalance can write an older total over a newer one. SQL works
 on MariaDB and MySQL 8. Each function here is the body of one transaction: the caller
-(connectors/mysql_sink.py) commits it, and retries it on a new connection.
+(connectors/mysql_store.py) commits it, and retries it on a new connection.
 """
 
 from __future__ import annotations
