@@ -1,7 +1,7 @@
 """In-memory fakes of what the sink works through (connectors/sink_ports.py), for unit tests of
-its loop in milliseconds: the topic as the broker sees it, the group consumer over it, a store,
-MySQL as the sink's SQL uses it (for the real MySQLStore), and a clock whose sleep moves it.
-The consumer and the stores write what they commit into one `journal`, in order."""
+its loop in milliseconds: the topic as the broker sees it, the group consumer over it, a store
+and MySQL as the sink's SQL uses it (for the real MySQLStore); the clock is the stage's
+(tests/support/fakes.py). What the consumer and the stores commit goes into one `journal`."""
 
 from __future__ import annotations
 
@@ -31,21 +31,6 @@ def record(partition: int, offset: int, minute: str, count: int) -> Message:
 def end_of(partition: int, offset: int) -> Message:
     return Message(topic=TOPIC, partition=partition, offset=offset,
                    error=KafkaError(KafkaError._PARTITION_EOF))
-
-
-class Clock:
-    """time.monotonic and a sleep that moves it (and remembers each pause)."""
-
-    def __init__(self) -> None:
-        self.t = 1000.0
-        self.slept: list[float] = []
-
-    def now(self) -> float:
-        return self.t
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.t += seconds
 
 
 class FakeTopic:

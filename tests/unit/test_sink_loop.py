@@ -12,8 +12,8 @@ from logcount.connectors.mysql_sink import Sink
 from logcount.connectors.mysql_store import MySQLStore
 from logcount.connectors.sink_ports import SinkStore
 from logcount.core.settings import MySQLUrl, SinkSettings
+from tests.support.fakes import Clock
 from tests.support.sink_fakes import (
-    Clock,
     Consumers,
     FakeMySQL,
     FakeStore,
@@ -28,9 +28,10 @@ LOG = {0: [("2026-11-29 10:00:00", 3), ("2026-11-29 10:01:00", 5), ("2026-11-29 
        1: [("2026-11-29 10:02:00", 1), ("2026-11-29 10:03:00", 2)]}
 
 
-def sink_on(store: SinkStore, consumers: Consumers, topic: FakeTopic, clock: Clock) -> Sink:
+def sink_on(store: SinkStore, consumers: Consumers, topic: FakeTopic, clock: Clock
+            ) -> Sink:
     return Sink(SinkSettings(once=True, metrics_port=0), store=store, new_consumer=consumers,
-                open_topic=lambda: topic, clock=clock.now, sleep=clock.sleep)
+                open_topic=lambda: topic, clock=clock, sleep=clock.sleep)
 
 
 def kafka_commits_follow_the_database(journal: Journal) -> None:
@@ -61,12 +62,12 @@ def test_a_database_outage_mid_batch_is_waited_out_and_nothing_is_lost_or_writte
     journal: Journal = []
     db, topic, clock = FakeMySQL(journal), FakeTopic(LOG), Clock()
     store = MySQLStore(MySQLUrl.parse("mysql://root@127.0.0.1:3306/db"), connect=db.connect,
-                       clock=clock.now, sleep=clock.sleep)
+                       clock=clock, sleep=clock.sleep)
     # The server goes away as the first batch writes its offsets, and stays away 3 connects.
     db.outage_at(sink_store.UPSERT_OFFSETS, times=4)
     sink = sink_on(store, Consumers(topic, journal), topic, clock)
     assert sink.run() == 0
-    assert clock.slept == [0.5, 1.0, 2.0, 2.0]
+    assert clock.sleeps == [0.5, 1.0, 2.0, 2.0]
     assert db.counts == {("2026-11-29 10:00:00",): 4, ("2026-11-29 10:01:00",): 5,
                          ("2026-11-29 10:02:00",): 1, ("2026-11-29 10:03:00",): 2}
     assert db.stored_offsets() == {0: 3, 1: 2}
@@ -85,7 +86,7 @@ def test_a_database_outage_mid_batch_is_waited_out_and_nothing_is_lost_or_writte
 def test_a_batch_writes_its_rows_and_offsets_in_one_transaction():
     db, clock = FakeMySQL(), Clock()
     store = MySQLStore(MySQLUrl.parse("mysql://root@127.0.0.1:3306/db"), connect=db.connect,
-                       clock=clock.now, sleep=clock.sleep)
+                       clock=clock, sleep=clock.sleep)
     store.ensure_schema()
     before = len(db.commits)
     totals = [sink_store.Total(0, 0, "2026-11-29 10:00:00", 3)]

@@ -16,7 +16,8 @@ from logcount.connectors.mysql_store import MySQLStore
 from logcount.connectors.sink_kafka import fatal_line, instance_id
 from logcount.core.errors import DependencyError
 from logcount.core.settings import MySQLUrl, SinkSettings
-from tests.support.sink_fakes import Clock, Consumers, FakeStore, FakeTopic, Journal
+from tests.support.fakes import Clock
+from tests.support.sink_fakes import Consumers, FakeStore, FakeTopic, Journal
 
 pytestmark = pytest.mark.unit
 
@@ -33,7 +34,7 @@ class Fixture:
         self.consumers = Consumers(self.topic, self.journal, on_poll=self.on_poll)
         self.sink = Sink(SinkSettings(metrics_port=0), store=self.store,
                          new_consumer=self.consumers, open_topic=lambda: self.topic,
-                         clock=self.clock.now, sleep=self.clock.sleep)
+                         clock=self.clock, sleep=self.clock.sleep)
         self.sink.start()
 
     def on_poll(self, n: int) -> None:
@@ -82,7 +83,7 @@ def test_a_consumer_still_silent_after_the_broker_is_back_is_replaced(f):
     f.store.offsets.clear()
     f.sink.turn()
     assert len(f.consumers.made) == 1, "not before STALL_S"
-    f.clock.t += mysql_sink.STALL_S
+    f.clock.now += mysql_sink.STALL_S
     f.sink.turn()
     assert len(f.consumers.made) == 2 and f.sink.consumer is f.consumers.made[1]
     assert old.closed.wait(5), "the stuck one is closed (on a thread of its own)"
@@ -115,7 +116,7 @@ def test_a_replaced_consumers_errors_are_not_the_sinks(f):
     f.sink.turn()
     f.store.offsets.clear()
     f.consumers.made[0].positions.clear()
-    f.clock.t += mysql_sink.STALL_S
+    f.clock.now += mysql_sink.STALL_S
     f.sink.turn()
     old, new = f.consumers.made
     f.sink.turn()
@@ -163,11 +164,11 @@ def connects(*tries):
 def test_mysql_down_is_retried_on_the_backoff_with_one_warn_and_one_resume_line(caplog):
     caplog.set_level(logging.INFO, logger="logcount.sink")
     conn, clock = _Conn(), Clock()
-    store = MySQLStore(MySQLUrl.parse("mysql://root@127.0.0.1:1/db"), clock=clock.now,
+    store = MySQLStore(MySQLUrl.parse("mysql://root@127.0.0.1:1/db"), clock=clock,
                        sleep=clock.sleep, connect=connects(
                            *[pymysql.err.OperationalError(2003, "refused")] * 4, conn))
     assert store.with_retry("writing", lambda c: 7) == 7
-    assert clock.slept == [0.5, 1.0, 2.0, 2.0] and conn.commits == 1
+    assert clock.sleeps == [0.5, 1.0, 2.0, 2.0] and conn.commits == 1
     warns = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warns) == 1 and "waiting for MySQL" in warns[0].getMessage()
     assert any("answers again" in r.getMessage() for r in caplog.records)
@@ -175,23 +176,23 @@ def test_mysql_down_is_retried_on_the_backoff_with_one_warn_and_one_resume_line(
 
 def test_mysql_down_at_start_gives_up_at_the_deadline():
     clock = Clock()
-    store = MySQLStore(MySQLUrl.parse("mysql://root@127.0.0.1:1/db"), clock=clock.now,
+    store = MySQLStore(MySQLUrl.parse("mysql://root@127.0.0.1:1/db"), clock=clock,
                        sleep=clock.sleep, connect=connects(
                            *[pymysql.err.OperationalError(2003, "refused")] * 10))
     with pytest.raises(DependencyError, match="unreachable"):
         store.ensure_schema(timeout_s=3.0)
-    assert clock.slept == [0.5, 1.0]  # the next 2 s would pass the deadline
+    assert clock.sleeps == [0.5, 1.0]  # the next 2 s would pass the deadline
 
 
 def test_mysql_errors_that_waiting_does_not_cure_end_the_sink_at_once():
     for exc, line in [(pymysql.err.OperationalError(1045, "Access denied"), "refused us"),
                       (pymysql.err.ProgrammingError(1064, "syntax"), "MySQL writing: ")]:
         clock = Clock()
-        store = MySQLStore(MySQLUrl.parse("mysql://root@127.0.0.1:1/db"), clock=clock.now,
+        store = MySQLStore(MySQLUrl.parse("mysql://root@127.0.0.1:1/db"), clock=clock,
                            sleep=clock.sleep, connect=connects(exc))
         with pytest.raises(DependencyError, match=line):
             store.with_retry("writing", lambda c: 7)
-        assert clock.slept == []
+        assert clock.sleeps == []
 
 
 def test_a_stop_during_a_mysql_outage_ends_the_retries_with_one_line():
@@ -201,12 +202,12 @@ def test_a_stop_during_a_mysql_outage_ends_the_retries_with_one_line():
         clock.sleep(seconds)
         stop.set()  # SIGTERM while waiting: one more try, then the verdict
 
-    store = MySQLStore(MySQLUrl.parse("mysql://root@127.0.0.1:1/db"), stop, clock=clock.now,
+    store = MySQLStore(MySQLUrl.parse("mysql://root@127.0.0.1:1/db"), stop, clock=clock,
                        sleep=sleep, connect=connects(
                            *[pymysql.err.OperationalError(2003, "refused")] * 3))
     with pytest.raises(DependencyError, match="MySQL writing: stopping while MySQL is down"):
         store.with_retry("writing", lambda c: 7)
-    assert clock.slept == [0.5]
+    assert clock.sleeps == [0.5]
 
 
 def test_an_error_of_ours_inside_the_transaction_goes_through_unchanged():
