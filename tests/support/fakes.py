@@ -1,7 +1,9 @@
 """In-memory fakes of what the stage works through (pipeline/driver.py's Seams), for unit tests
 of the batch loop in milliseconds: a broker that keeps the state topic's table and the group's
 offsets and applies a transaction only at its commit, confluent-kafka's transactional Producer
-(driven by the real TransactionalSink), the group consumer, and the Spark job."""
+(driven by the real TransactionalSink), the group consumer, and the Spark job. Each fake of a
+protocol (pipeline/batch.py's Group, Cluster, Compute) names it as its base, so mypy checks
+the fake against it."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 
 from logcount.connectors.transactional_sink import TransactionalSink
 from logcount.core.settings import RunSettings
+from logcount.pipeline.batch import Cluster, Compute, Group
 from logcount.pipeline.driver import Seams, Stage
 from logcount.pipeline.job import BatchResult
 from logcount.pipeline.offsets import OffsetRange
@@ -103,7 +106,7 @@ class FakeProducer:
         return 0
 
 
-class FakeGroup:
+class FakeGroup(Group):
     def consumer_group_metadata(self) -> object:
         return "group-metadata"
 
@@ -111,7 +114,7 @@ class FakeGroup:
         pass
 
 
-class FakeCluster:
+class FakeCluster(Cluster):
     def __init__(self, broker: Broker, s: RunSettings) -> None:
         self.broker, self.s = broker, s
 
@@ -133,14 +136,14 @@ class FakeCluster:
     def state_table(self) -> dict[bytes, bytes]:
         return dict(self.broker.table)
 
-    def facts(self, group) -> Facts:
+    def facts(self, group: Group) -> Facts:
         s = self.s
         start = StartFacts(f"id-{s.input_topic}", f"id-{s.output_topic}", {0: 0},
                            {0: self.broker.end}, dict(self.broker.group))
         return Facts(dict(self.broker.table), [0], start, (0, 0))
 
 
-class FakeCompute:
+class FakeCompute(Compute):
     """Counts every record of a range as one line of MINUTE; `errors` are raised first, in
     order, one per job."""
 
