@@ -1,7 +1,8 @@
 """In-memory fakes of what the sink works through (connectors/sink_ports.py), for unit tests of
 its loop in milliseconds: the topic as the broker sees it, the group consumer over it, a store
 and MySQL as the sink's SQL uses it (for the real MySQLStore); the clock is the stage's
-(tests/support/fakes.py). What the consumer and the stores commit goes into one `journal`."""
+(tests/support/fakes.py). What the consumer and the stores commit goes into one `journal`.
+Each fake of a protocol names it as its base, so mypy checks the fake against it."""
 
 from __future__ import annotations
 
@@ -13,7 +14,13 @@ import pymysql
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, Message, TopicPartition
 
 from logcount.connectors import sink_store
-from logcount.connectors.sink_ports import ErrorCallback, Rebalance
+from logcount.connectors.sink_ports import (
+    ErrorCallback,
+    Rebalance,
+    SinkConsumer,
+    SinkStore,
+    TopicView,
+)
 from logcount.connectors.sink_store import Total
 from logcount.core.errors import TopicChangedError
 from logcount.core.records import MinuteTotal, encode_total
@@ -33,7 +40,7 @@ def end_of(partition: int, offset: int) -> Message:
                    error=KafkaError(KafkaError._PARTITION_EOF))
 
 
-class FakeTopic:
+class FakeTopic(TopicView):
     """sink_ports.TopicView: partitions of (minute, count) records, as a stage wrote them."""
 
     def __init__(self, log: Mapping[int, Sequence[tuple[str, int]]], topic_id: str = "id-1"):
@@ -54,7 +61,7 @@ class FakeTopic:
         return self.up
 
 
-class FakeConsumer:
+class FakeConsumer(SinkConsumer):
     """sink_ports.SinkConsumer over a FakeTopic. Each poll runs `on_poll(n)` (the test's script),
     then the rebalances queued (the subscription's first assignment: every partition), then
     returns `buffered` (records fetched before) and one record of each assigned partition from
@@ -150,7 +157,7 @@ def newest(totals: Sequence[Total], stored: Mapping[int, int],
     return last, nxt
 
 
-class FakeStore:
+class FakeStore(SinkStore):
     """sink_ports.SinkStore in memory: each apply one atomic commit, journalled."""
 
     def __init__(self, journal: Journal, offsets: Mapping[int, int] | None = None) -> None:
