@@ -6,13 +6,15 @@ one another."""
 from __future__ import annotations
 
 import ast
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 # The one import name's folders: logcount/ holds the CLI, core, formats and bench; pipeline/ and
-# connectors/ stay at the top of the repository and install as logcount.pipeline/.connectors.
-FOLDERS = {"logcount": "logcount", "pipeline": "logcount.pipeline",
-           "connectors": "logcount.connectors"}
+# connectors/ stay at the top of the repository and install as logcount.pipeline/.connectors,
+# as pyproject.toml's package-dir maps them (the mapping scripts/typecheck.py reads too).
+FOLDERS = {"logcount": "logcount", **{folder: name for name, folder in tomllib.loads(
+    (ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"].items()}}
 # The commands' own modules: the stage and everything under it never import these.
 COMMANDS = ("logcount.cli", "logcount.__main__", "logcount.pipeline.state_view",
             "logcount.pipeline.demo", "logcount.bench")
