@@ -30,6 +30,7 @@ from logcount.pipeline.state import (
     PROGRESS_KEY,
     Wanted,
     check_start,
+    counting_flags,
     decode_records,
     decode_series,
     state_topic_name,
@@ -102,10 +103,10 @@ def describe(facts: Facts, s: RunSettings) -> dict:
         "identity": None if ident is None else {
             "input_topic": ident.input_topic, "input_topic_id": ident.input_topic_id,
             "output_topic": ident.output_topic, "output_topic_id": ident.output_topic_id,
-            "level": ident.level, "counting": dict(ident.counting)},
+            "level": ident.level, "counting": counting_flags(ident.counting)},
         "now": {"input_topic": s.input_topic, "input_topic_id": start.input_topic_id,
                 "output_topic": s.output_topic, "output_topic_id": start.output_topic_id,
-                "level": want.level, "counting": dict(want.counting)},
+                "level": want.level, "counting": counting_flags(want.counting)},
         "partitions": [{
             "partition": p, "state": state_offsets.get(p), "group": start.group.get(p),
             "log_start": start.earliest.get(p), "end": start.latest.get(p),

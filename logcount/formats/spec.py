@@ -8,7 +8,8 @@ A format says how to get a record's time and level:
 `--time-pattern` reads a time that is not ISO 8601, `--timezone` places times without a zone,
 `--level` is the comma-separated list of levels counted, `--continuation-lines` what becomes of a
 stack trace's continuation lines (rule.CONTINUATION). All of it is the state's identity
-(`identity()`): totals counted under one format must never be continued under another.
+(`identity()`, by schema names): totals counted under one format must never be continued
+under another.
 
 The pure twin of the rule is logcount/formats/rule.py, the Spark plan logcount/formats/spark.py;
 tests/integration/test_spark_rule.py holds the two together record by record.
@@ -20,6 +21,7 @@ import dataclasses
 import functools
 import re
 import zoneinfo
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
 
@@ -28,7 +30,8 @@ from logcount.formats import pattern as _pat
 __all__ = ["FormatError", "LineFormat", "DEFAULT_LEVELS", "EPOCH_MINUTE", "MINUTE_END",
            "ALL_LEVELS", "Dim", "DEFAULT_MAX_SERIES", "MAX_DIMS", "DIM_MAX_BYTES", "OVERFLOW",
            "parse_group_by", "parse_levels", "parse_field_path", "check_timezone",
-           "java_regex_groups", "TimePattern", "CONTINUATION_MODES"]
+           "java_regex_groups", "TimePattern", "CONTINUATION_MODES", "IDENTITY_FLAGS",
+           "identity_name"]
 
 
 
@@ -398,28 +401,42 @@ class LineFormat:
         return None if self.time_pattern is None else TimePattern.compile(self.time_pattern)
 
     def identity(self) -> dict[str, str | None]:
-        """The counting settings as the state keeps them, flag name -> value (None: not set).
-        `level` is the sorted list, so ERROR,FATAL and fatal,error are the same."""
-        return {"--level": self.level_label, "--timezone": self.timezone,
-                "--line-regex": self.line_regex, "--time-pattern": self.time_pattern,
-                "--json-line-field": self.json_line_field,
-                "--json-time-field": self.json_time_field,
-                "--json-level-field": self.json_level_field,
-                "--continuation-lines": self.continuation,
-                "--group-by": ",".join(d.text for d in self.group_by) or None,
-                "--max-series": str(self.max_series) if self.group_by else None}
+        """The counting settings as the state keeps them, by their schema names (IDENTITY_FLAGS),
+        name -> value (None: not set). `level` is the sorted list, so ERROR,FATAL and
+        fatal,error are the same."""
+        return {"level": self.level_label, "timezone": self.timezone,
+                "line_regex": self.line_regex, "time_pattern": self.time_pattern,
+                "json_line_field": self.json_line_field,
+                "json_time_field": self.json_time_field,
+                "json_level_field": self.json_level_field,
+                "continuation_lines": self.continuation,
+                "group_by": ",".join(d.text for d in self.group_by) or None,
+                "max_series": str(self.max_series) if self.group_by else None}
 
     @classmethod
-    def from_identity(cls, ident: dict[str, str | None]) -> LineFormat:
-        """Inverse of identity(), for a stored state (unvalidated: it was valid when stored)."""
-        fmt = cls(tuple(str(ident.get("--level") or "ERROR").split(",")),
-                  ident.get("--timezone") or "UTC", ident.get("--line-regex"),
-                  ident.get("--time-pattern"), ident.get("--json-line-field"),
-                  ident.get("--json-time-field"), ident.get("--json-level-field"),
-                  ident.get("--continuation-lines") or "dlq")
-        group_by = ident.get("--group-by")
+    def from_identity(cls, ident: Mapping[str, str | None]) -> LineFormat:
+        """Inverse of identity(), for a stored state (unvalidated: it was valid when stored); a
+        state written before the schema names keeps them as flags, read alike (identity_name)."""
+        got = {identity_name(k): v for k, v in ident.items()}
+        fmt = cls(tuple(str(got.get("level") or "ERROR").split(",")),
+                  got.get("timezone") or "UTC", got.get("line_regex"),
+                  got.get("time_pattern"), got.get("json_line_field"),
+                  got.get("json_time_field"), got.get("json_level_field"),
+                  got.get("continuation_lines") or "dlq")
+        group_by = got.get("group_by")
         if not group_by:
             return fmt
         return dataclasses.replace(
             fmt, group_by=parse_group_by(group_by, fmt.kind, fmt.line_regex),
-            max_series=int(ident.get("--max-series") or DEFAULT_MAX_SERIES))
+            max_series=int(got.get("max_series") or DEFAULT_MAX_SERIES))
+
+
+# The state's identity (LineFormat.identity) by schema name, and the flag each name is set by:
+# what a refusal names. A state written before these names keyed its identity by the flags.
+IDENTITY_FLAGS = {name: "--" + name.replace("_", "-") for name in LineFormat().identity()}
+
+
+def identity_name(key: str) -> str:
+    """A stored identity key as its schema name: `--time-pattern` (an older state's) reads as
+    `time_pattern`; a schema name is itself."""
+    return key.removeprefix("--").replace("-", "_") if key.startswith("--") else key

@@ -187,8 +187,11 @@ def test_a_time_pattern_is_taken_by_structured_logs_too():
 ])
 def test_identity_round_trips(fmt):
     ident = fmt.identity()
-    assert ident["--level"] == fmt.level_label
+    assert ident["level"] == fmt.level_label
     assert LineFormat.from_identity(ident) == fmt
+    # a state written before the schema names keyed them by flag: read as the same format
+    flags = {"--" + k.replace("_", "-"): v for k, v in ident.items()}
+    assert LineFormat.from_identity(flags) == fmt
 
 
 def test_the_same_levels_in_another_order_are_the_same_identity():

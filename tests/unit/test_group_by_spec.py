@@ -54,16 +54,16 @@ def test_level_star_counts_every_level():
 
 def test_defaults_keep_the_identity_and_group_by_joins_it():
     plain = LineFormat.from_flags()
-    assert plain.identity()["--group-by"] is None and plain.identity()["--max-series"] is None
+    assert plain.identity()["group_by"] is None and plain.identity()["max_series"] is None
     assert LineFormat.from_flags(max_series=5).identity() == plain.identity()
     fmt = LineFormat.from_flags(json_line_field="message", group_by="host.name,level",
                                 max_series=500)
     ident = fmt.identity()
-    assert ident["--group-by"] == "name=host.name,level=level"
-    assert ident["--max-series"] == "500"
+    assert ident["group_by"] == "name=host.name,level=level"
+    assert ident["max_series"] == "500"
     assert LineFormat.from_identity(ident) == fmt
     same = LineFormat.from_flags(json_line_field="message", group_by="name=host.name,level",
                                  max_series=500)
     assert same.identity() == ident
     assert LineFormat.from_flags(json_line_field="message", group_by="host.name").identity() \
-        ["--max-series"] == str(DEFAULT_MAX_SERIES)
+        ["max_series"] == str(DEFAULT_MAX_SERIES)

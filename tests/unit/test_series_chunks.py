@@ -166,9 +166,9 @@ FIRST_LAYOUT = {
 
 
 def test_a_state_of_the_first_layout_restores_and_the_start_rewrites_it_as_chunks():
-    assert dict(counting_settings(FMT)) == {"--group-by": "name=host.name",
-                                            "--json-line-field": "message",
-                                            "--max-series": "1000"}
+    assert dict(counting_settings(FMT)) == {"group_by": "name=host.name",
+                                            "json_line_field": "message",
+                                            "max_series": "1000"}
     progress, hours = decode_records(FIRST_LAYOUT, "out-state")
     assert hours == {}
     start = check_start(progress, hours, _facts(40), WANT, decode_series(FIRST_LAYOUT))

@@ -232,8 +232,8 @@ def test_a_progress_record_keeps_the_counting_settings_and_reads_an_older_one_as
     ident = Identity("in", "IN-ID", "out", "OUT-ID", fmt.level_label, counting_settings(fmt))
     back = ProgressRecord.decode(ProgressRecord(ident, {0: 1}).encode())
     assert back.identity == ident and ident.level == "ERROR,FATAL"
-    assert dict(ident.counting) == {"--timezone": "Europe/Paris",
-                                    "--line-regex": r"(?<time>\S+ \S+) (?<level>\w+)"}
+    assert dict(ident.counting) == {"timezone": "Europe/Paris",
+                                    "line_regex": r"(?<time>\S+ \S+) (?<level>\w+)"}
     older = ProgressRecord(IDENT, {0: 1}).encode().replace(b',"counting":{}', b"")
     assert b"counting" not in older and ProgressRecord.decode(older).identity == IDENT
     assert counting_settings(LineFormat()) == ()
@@ -261,7 +261,7 @@ def test_a_start_with_another_counting_setting_is_refused_naming_it(flags, named
 
 def test_a_refusal_names_a_default_by_its_value_and_the_default_keeps_the_identity():
     skip = counting_settings(LineFormat.from_flags(continuation_lines="skip"))
-    assert skip == (("--continuation-lines", "skip"),)
+    assert skip == (("continuation_lines", "skip"),)
     with pytest.raises(StateRefused, match="with --continuation-lines 'skip', this start has "
                                            "'dlq'"):
         check_start(*stored(counting=skip), facts(), WANT)

@@ -1,0 +1,184 @@
+"""What a start does with the state it finds (pure): compare it with the cluster and with what
+this start is configured to do, repair what can be made exact, refuse the rest (check_start)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from logcount.core.errors import StateRefused
+from logcount.pipeline.series import SeriesTotals, cell_key
+from logcount.pipeline.stage_state import StageState
+from logcount.pipeline.state_identity import Identity, Wanted, grouping, refuse_other_counting
+from logcount.pipeline.state_records import ProgressRecord, SeriesRecords
+from logcount.pipeline.totals import Totals, hour_key
+
+__all__ = ["Start", "StartFacts", "check_start"]
+
+
+@dataclass(frozen=True)
+class StartFacts:
+    """What the cluster says at start, read after init_transactions fenced any predecessor."""
+
+    input_topic_id: str
+    output_topic_id: str
+    earliest: dict[int, int]  # input log start per partition
+    latest: dict[int, int]  # input last stable offset per partition
+    group: dict[int, int]  # the group's committed offsets (partitions without one left out)
+
+
+@dataclass
+class Start:
+    """What `check_start` decided: the state to run from and what to tell the operator."""
+
+    state: StageState
+    warnings: list[str] = field(default_factory=list)
+    # Commit progress and offsets before the first batch even with nothing to read: a repair,
+    # a fresh start's starting points, a recount's reset.
+    must_commit: bool = False
+    tombstones: list[bytes] = field(default_factory=list)  # stale state keys to delete
+    records: list[tuple[bytes, bytes | None]] = field(default_factory=list)  # a state rewrite
+
+
+def _partitions(d: Mapping[int, int]) -> str:
+    return ", ".join(f"p{p}" for p in sorted(d))
+
+
+def check_start(progress: ProgressRecord | None, hours: Mapping[int, bytes], facts: StartFacts,
+                want: Wanted, series: SeriesRecords | None = None) -> Start:
+    """Compare the stored state with the cluster; repair what can be made exact, refuse the rest.
+
+    Refused (StateRefused, exit 2): another level or input topic than the state's, an input
+    topic recreated (new id, or state offsets beyond its end), group offsets that differ from
+    the state's (a reset: silently following either would count twice or skip), and no state
+    where the group has offsets and the input no longer holds its beginning. Repaired with a
+    warning: group offsets missing (expired, deleted), a recreated output topic or lost state
+    when the input still holds everything (recount from offset 0), offsets below the log start
+    (retention deleted records before they were read: they are gone).
+    """
+    ident = Identity(want.input_topic, facts.input_topic_id, want.output_topic,
+                     facts.output_topic_id, want.level, want.counting)
+    series = series or SeriesRecords()
+    warnings: list[str] = []
+    tombstones: list[bytes] = []
+    read_before = bool(facts.group)  # the input was read by this stage before
+    if progress is not None:
+        old = progress.identity
+        if old.input_topic != want.input_topic:
+            raise StateRefused(
+                f"output topic {want.output_topic} holds totals of input topic {old.input_topic}, "
+                f"not {want.input_topic}; use another --output-topic")
+        if old.level != want.level:
+            raise StateRefused(
+                f"output topic {want.output_topic} counts level {old.level}, not {want.level}: "
+                f"the totals would mix both; use another --output-topic for {want.level}")
+        refuse_other_counting(old, want)
+        if old.output_topic_id != facts.output_topic_id:
+            warnings.append(
+                f"output topic {want.output_topic} was recreated (id {old.output_topic_id} in "
+                f"the state, {facts.output_topic_id} now): its totals are gone with it")
+            tombstones = [hour_key(h) for h in sorted(hours)] + series.keys()
+            progress, hours, read_before = None, {}, True
+            series = SeriesRecords()
+        elif old.input_topic_id != facts.input_topic_id:
+            raise StateRefused(
+                f"input topic {want.input_topic} was recreated (id {old.input_topic_id} in the "
+                f"state, {facts.input_topic_id} now): the state's offsets point into a log that "
+                f"is gone; use a new --output-topic (and group) to count the new topic")
+        else:
+            beyond = {p: o for p, o in progress.offsets.items()
+                      if o > facts.latest.get(p, -1)}
+            if beyond:
+                detail = ", ".join(f"p{p} state {o} > end {facts.latest.get(p, 'none')}"
+                                   for p, o in sorted(beyond.items()))
+                raise StateRefused(
+                    f"input topic {want.input_topic} is behind the state ({detail}): it was "
+                    f"recreated or truncated; use a new --output-topic (and group) to count it")
+    if progress is None:
+        # Hour records without a progress record (it was deleted): stale, never to be loaded.
+        tombstones = sorted(set(tombstones) | {hour_key(h) for h in hours} | set(series.keys()))
+        return _fresh_or_recount(ident, facts, want, warnings, tombstones, read_before)
+
+    offsets = dict(progress.offsets)
+    must_commit = False
+    lost = {p: facts.earliest[p] - o for p, o in offsets.items()
+            if facts.earliest.get(p, 0) > o}
+    if lost:
+        warnings.append(
+            "retention deleted input records before they were counted ("
+            + ", ".join(f"p{p}: {n} offsets" for p, n in sorted(lost.items()))
+            + "); continuing from the log start")
+        offsets.update({p: facts.earliest[p] for p in lost})
+        must_commit = True
+    new = {p: facts.earliest[p] for p in facts.latest if p not in offsets}
+    if new:
+        offsets.update(new)  # partitions added to the input: all their records are new
+        must_commit = True
+    if want.exactly_once:
+        differ = {p: g for p, g in facts.group.items() if p in offsets
+                  and p not in lost and g != progress.offsets.get(p, g)}
+        if differ:
+            detail = ", ".join(f"p{p} group {g} state {progress.offsets[p]}"
+                               for p, g in sorted(differ.items()))
+            raise StateRefused(
+                f"the group's offsets differ from the stage's state ({detail}): they were reset "
+                f"behind the stage's back; the state (with its totals) is what counts, so reset "
+                f"the group back to the state's offsets (kafka-consumer-groups --reset-offsets "
+                f"--to-offset) or delete them (--delete-offsets: the stage then re-commits its "
+                f"own), or use a new --output-topic to recount")
+        missing = {p: o for p, o in offsets.items() if p not in facts.group and p not in new}
+        if missing:
+            warnings.append(
+                f"the group has no committed offsets for {_partitions(missing)} (expired after "
+                f"offsets.retention.minutes, deleted, or the group was deleted); the state has "
+                f"them and the next transaction commits them again")
+            must_commit = True
+    else:
+        # at-least-once replays from the group's offsets: the weaker mode's documented cost.
+        offsets.update({p: g for p, g in facts.group.items() if p in offsets})
+    group = grouping(want.counting)
+    try:
+        totals = Totals.from_hours(hours.items())
+        by_series = None if group is None else SeriesTotals.restore(
+            *group, series.names, series.cells.items(), series.chunks.items())
+    except ValueError as exc:
+        raise StateRefused(f"state topic of {want.output_topic} holds a damaged totals record "
+                           f"({exc}); restore the state topic, or recount into a new "
+                           f"--output-topic") from None
+    state = StageState(ident, offsets, totals, progress.watermark, want.horizon_minutes,
+                       progress.closed_before, by_series)
+    records: list[tuple[bytes, bytes | None]] = []
+    if by_series is not None and series.cells:  # the first layout: rewritten as chunks at once
+        records = by_series.all_chunk_records()
+        tombstones = sorted(set(tombstones) | {cell_key(*c) for c in series.cells})
+        must_commit = True
+    return Start(state, warnings, must_commit, tombstones, records)
+
+
+def _fresh_or_recount(ident: Identity, facts: StartFacts, want: Wanted, warnings: list[str],
+                      tombstones: list[bytes], read_before: bool) -> Start:
+    """No state: a first start, or a recount when the input was read before (the group has
+    offsets, or the state belonged to a recreated output topic)."""
+    if read_before:
+        held = {p: e for p, e in facts.earliest.items() if e > 0}
+        if held:
+            raise StateRefused(
+                f"the stage has no state for output topic {want.output_topic} but its input was "
+                f"read before (the group has offsets, or the state belonged to an older output "
+                f"topic), and the input no longer holds its beginning ("
+                + ", ".join(f"p{p} starts at {e}" for p, e in sorted(held.items()))
+                + "): a recount would not be exact. Restore the state topic, or count anew "
+                "with a new --output-topic and --group-id (from --starting-offsets)")
+        warnings.append(
+            f"no state for output topic {want.output_topic} although the input was read before: "
+            f"recounting from the input's beginning (it still holds every record); the output "
+            f"topic's totals are republished from zero")
+        offsets = {p: 0 for p in facts.latest}
+    elif want.starting_offsets == "earliest":
+        offsets = dict(facts.earliest)
+    else:
+        offsets = dict(facts.latest)
+    group = grouping(want.counting)
+    state = StageState(ident, offsets, Totals(), None, want.horizon_minutes, None,
+                       None if group is None else SeriesTotals(*group))
+    return Start(state, warnings, True, tombstones)
