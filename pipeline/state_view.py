@@ -13,7 +13,6 @@ a start with these settings would decide. Needs only read ACLs (docs/deploy.md).
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 from confluent_kafka import Consumer
@@ -22,6 +21,7 @@ from logcount.connectors import kafka_io
 from logcount.core.backoff import Backoff
 from logcount.core.errors import StateRefused
 from logcount.core.redact import mask
+from logcount.core.retry import poll
 from logcount.core.settings import RunSettings
 from logcount.pipeline.series import CHUNK_CELL_BYTES, CHUNK_MAGIC
 from logcount.pipeline.start_facts import NO_TOPIC, Facts, gather, read_table, wanted
@@ -200,16 +200,15 @@ def show(s: RunSettings, as_json: bool) -> int:
     consumer = Consumer(kafka_io.client_config(s.bootstrap_servers, extra, **{
         "group.id": s.group_id, "isolation.level": "read_committed",
         "enable.auto.commit": False}))
+    last: list[dict] = []  # the latest report: shown as it is when the rereads run out
+
+    def settled() -> dict | None:
+        last[:] = [describe(gather(adm, s, consumer, lambda: read_table(adm, s),
+                                   created=False), s)]
+        return last[0] if last[0]["start"]["action"] in ("resume", "fresh") else None
+
     try:
-        rereads = Backoff(REREAD_PAUSE_S, retries=REREADS)
-        while True:
-            report = describe(gather(adm, s, consumer, lambda: read_table(adm, s),
-                                     created=False), s)
-            if report["start"]["action"] in ("resume", "fresh"):
-                break
-            if (pause := rereads.failed()) is None:
-                break
-            time.sleep(pause)
+        report = poll(settled, Backoff(REREAD_PAUSE_S, retries=REREADS)) or last[0]
     finally:
         consumer.close()
     text = json.dumps(report, indent=2) if as_json else render(report)
