@@ -20,6 +20,8 @@ from mypy.modulefinder import BuildSource
 
 ROOT = Path(__file__).resolve().parents[1]
 UNINSTALLED = ("tools",)  # run from a checkout, beside the package
+# The package as it installs, nothing beside it: no extra folder on mypy's search path.
+HIDDEN = {"PYTHONPATH", "MYPYPATH"}
 
 
 def packages() -> dict[str, str]:
@@ -47,8 +49,6 @@ def main() -> int:
     work = ROOT / ".cache" / "mypy"
     work.mkdir(parents=True, exist_ok=True)
     os.chdir(work)
-    for var in ("MYPYPATH", "PYTHONPATH"):  # the package as it installs, nothing beside it
-        os.environ.pop(var, None)
     _, options = process_options(
         ["--config-file", str(ROOT / "pyproject.toml"),
          "--cache-dir", str(work / "cache")], require_targets=False)
@@ -58,10 +58,10 @@ def main() -> int:
     except CompileError as e:  # a syntax error: mypy stops before checking anything
         print("\n".join(line.removeprefix(f"{ROOT}/") for line in e.messages))
         return 2
-    print("\n".join(line.removeprefix(f"{ROOT}/") for line in res.errors))
     if not res.errors:
         print(f"Success: no issues found in {len(found)} source files")
         return 0
+    print("\n".join(line.removeprefix(f"{ROOT}/") for line in res.errors))
     n_files = len({e.partition(":")[0] for e in res.errors if ": error:" in e})
     n_errors = sum(": error:" in e for e in res.errors)
     print(f"Found {n_errors} errors in {n_files} files (checked {len(found)} source files)")
@@ -69,4 +69,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    if HIDDEN & os.environ.keys():  # mypy searches this interpreter's sys.path: start afresh
+        os.execve(sys.executable, [sys.executable, *sys.argv],
+                  {k: v for k, v in os.environ.items() if k not in HIDDEN})
     sys.exit(main())
