@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import pickle
 from dataclasses import dataclass, field
 
 import pytest
@@ -120,6 +121,9 @@ def test_the_parsed_values_are_parsed_once_at_construction_and_never_shown(monke
     assert dataclasses.replace(s, level="WARN").line_format.levels == ("WARN",)
     assert s == RunSettings(level="error,fatal", lateness_horizon="90m",
                             kafka_config=("sasl.password=hunter2",))
+    copied = pickle.loads(pickle.dumps(s))  # as its flags, parsed again
+    assert copied == s and copied.line_format == s.line_format
+    assert copied.kafka_client_config == s.kafka_client_config
 
 
 def test_a_mistake_is_refused_when_the_settings_are_built():

@@ -76,6 +76,12 @@ class Settings:
         at construction; this stays so that `Cls(...).validate()` reads as it did."""
         return self
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled (and deep-copied) as its flags' values: the copy parses them again, so its
+        parsed values (`derived()`, some read-only views) need not pickle."""
+        values = {f.name: getattr(self, f.name) for f in flag_fields(type(self))}
+        return (_rebuild, (type(self), values))
+
     def __repr__(self) -> str:
         parts = [f"{f.name}={shown(f, getattr(self, f.name))!r}" for f in flag_fields(type(self))]
         return f"{type(self).__name__}({', '.join(parts)})"
@@ -84,6 +90,10 @@ class Settings:
 
 
 S = TypeVar("S", bound=Settings)
+
+
+def _rebuild(cls: type[S], values: dict[str, Any]) -> S:
+    return cls(**values)
 
 
 def derived() -> Any:
