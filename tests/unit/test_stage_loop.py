@@ -6,6 +6,7 @@ The real TransactionalSink drives a fake Producer, so the order under test is th
 from __future__ import annotations
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 
 from logcount.connectors import transactional_sink
 from logcount.core.errors import (
@@ -171,3 +172,15 @@ def test_fenced_by_its_own_timeout_is_recovered_and_a_fourth_fencing_is_fatal():
     with pytest.raises(FatalKafkaError, match="fenced 4 times without a commit"):
         r.stage.run()
     assert _recoveries(r.stage, "fenced") == 3 and broker.group == {}
+
+
+def test_a_retriable_commit_error_is_retried_in_the_transaction_not_aborted(monkeypatch):
+    monkeypatch.setattr(transactional_sink, "RETRY_PAUSE_S", 0.01)
+    retriable = KafkaException(KafkaError(KafkaError._TIMED_OUT, "commit timed out",
+                                          retriable=True))
+    broker = Broker(faults={"commit": [lambda: None, _raise(retriable)]})  # claim ok, batch once
+    r = rig(broker)
+    assert r.stage.run() == 0
+    assert "abort" not in broker.calls and broker.calls[-2:] == ["commit", "commit"]
+    assert r.compute.jobs == [[(0, 0, 10)]] and broker.group == {0: 10}
+    assert _metric(r.stage, "logcount_batches_aborted_total") == 0
