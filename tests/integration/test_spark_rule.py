@@ -11,13 +11,14 @@ exchanges) must give the same result.
 
 import os
 import random
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
-from logcount.formats.rule import Continued, Malformed, minute_label, parse_record
+from logcount.formats.rule import Continued, Malformed, Parsed, minute_label, parse_record
 from logcount.formats.spark import dim_columns, line_frame
 from logcount.formats.spec import LineFormat
 from logcount.pipeline.job import batch_frame, batch_result, compute_batch, projections, read_ranges
@@ -91,9 +92,9 @@ def test_the_spark_rule_agrees_with_the_reference(spark):
             expected_counts[ref[0]] = expected_counts.get(ref[0], 0) + 1
     assert {minute_label(k): n for k, n in result.counts.items()} == expected_counts
     assert result.records == len(lines)
-    for i, ref in got_bad.items():  # each malformed ref carries its own line's facts
-        assert ref.partition == i % 3
-        assert ref.raw_prefix == lines[i][:256] and ref.raw_length == len(lines[i])
+    for i, bad in got_bad.items():  # each malformed ref carries its own line's facts
+        assert bad.partition == i % 3
+        assert bad.raw_prefix == lines[i][:256] and bad.raw_length == len(lines[i])
     assert {m.reason for m in result.malformed} >= {"empty line", "invalid timestamp"}
     assert 100 < len(expected_bad) < len(lines) - 100  # the corpus exercises both sides
 
@@ -118,7 +119,7 @@ def twin_disagreements(spark, fmt: LineFormat, lines: list[bytes],
     rows = line_frame(df, fmt).select("offset", "reason", "counted", "minute", "mi",
                                       *dcols, *cont).collect()
     assert sorted(r["offset"] for r in rows) == list(range(len(lines)))
-    wrong = []
+    wrong: list[tuple] = []
     for r in rows:
         raw = lines[r["offset"]]
         twin = parse_record(raw, fmt, keys[r["offset"]])
@@ -214,11 +215,11 @@ def test_the_plan_and_the_twin_agree_on_every_dimension_value(spark, name):
             wrong = twin_disagreements(spark, fmt, lines, keys)
         assert not wrong, f"{len(wrong)} of {len(lines)} disagree under {fmt}: {wrong[:6]}"
     outcomes = [parse_record(v, fmt, k) for k, v in records]
-    dims = {o.dims for o in outcomes if not isinstance(o, Malformed) and fmt.counts(o.level)}
+    dims = {o.dims for o in outcomes if isinstance(o, Parsed) and fmt.counts(o.level)}
     assert len(dims) >= 3, "the corpus must exercise several series"
 
 
-def _edge(reason: str, raw: bytes, **flags: str):
+def _edge(reason: str, raw: bytes, **flags: Any):  # from_flags' keywords
     return pytest.param(LineFormat.from_flags(**flags), raw, id=reason.split(":")[0])
 
 
@@ -538,10 +539,14 @@ def test_a_kept_plan_reads_each_batch_s_own_ranges(spark, endpoints, names, monk
     ranges = [OffsetRange(p, 0, end) for p, end in sorted(end_offsets(
         endpoints.bootstrap, inp.topic).items())]
     options = {"group.id": f"{names.group}-spark"}
-    replays = []
+    replays: list[int] = []
     replayed = plan_reuse._replayed
-    monkeypatch.setattr(plan_reuse, "_replayed",
-                        lambda *a: replays.append(1) or replayed(*a))
+
+    def counted_replay(*a):
+        replays.append(1)
+        return replayed(*a)
+
+    monkeypatch.setattr(plan_reuse, "_replayed", counted_replay)
 
     def batch(rs, fmt, max_malformed, reuse):
         monkeypatch.setattr(plan_reuse, "enabled", reuse)
@@ -595,10 +600,14 @@ def test_a_kept_plan_keeps_to_its_source_kind_and_source(spark, endpoints, names
         spark.conf.set(V1_SOURCES_KEY, ours)
 
     local = spark.createDataFrame([(0, 0, b"x")], "partition int, offset long, value binary")
-    built = []
+    built: list[int] = []
+
+    def build():
+        built.append(1)
+        return batch_frame(local, LineFormat(), None)
+
     for _ in range(3):
-        plan_reuse.frame(spark, ("local",), {"startingOffsets": "x"},
-                         lambda: built.append(1) or batch_frame(local, LineFormat(), None))
+        plan_reuse.frame(spark, ("local",), {"startingOffsets": "x"}, build)
     assert len(built) == 3
 
     def broken(*_):
@@ -607,12 +616,15 @@ def test_a_kept_plan_keeps_to_its_source_kind_and_source(spark, endpoints, names
     monkeypatch.setattr(plan_reuse, "_replayed", broken)
     shape = ("broken", names.topic("x"))
     n = read_ranges(spark, endpoints.bootstrap, topic, ranges, options).count()
-    fresh = []
+    fresh: list[int] = []
+
+    def read():
+        fresh.append(1)
+        return read_ranges(spark, endpoints.bootstrap, topic, ranges, options)
+
     for _ in range(3):
         frame = plan_reuse.frame(
-            spark, shape, {**dict.fromkeys(plan_reuse.OFFSET_OPTIONS, "?"), "topic": topic},
-            lambda: fresh.append(1) or read_ranges(spark, endpoints.bootstrap, topic, ranges,
-                                                   options))
+            spark, shape, {**dict.fromkeys(plan_reuse.OFFSET_OPTIONS, "?"), "topic": topic}, read)
         assert frame.count() == n > 0
     assert len(fresh) == 3
     assert sum("built anew from here on" in r.getMessage() for r in caplog.records) == 1
