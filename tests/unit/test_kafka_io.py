@@ -48,7 +48,12 @@ def _kafka(code: int, reason: str = "") -> KafkaException:
 @pytest.fixture
 def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     slept: list[float] = []
-    monkeypatch.setattr(time, "sleep", slept.append)
+
+    def sleep(s: float) -> None:
+        assert len(slept) < 200, "the wait never ended"
+        slept.append(s)
+
+    monkeypatch.setattr(time, "sleep", sleep)
     return slept
 
 

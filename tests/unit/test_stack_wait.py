@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 
 import pytest
@@ -26,7 +27,12 @@ class _Starting(stack.Service):
 @pytest.fixture
 def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     slept: list[float] = []
-    monkeypatch.setattr(time, "sleep", slept.append)
+
+    def sleep(s: float) -> None:
+        assert len(slept) < 50, "the wait never ended"
+        slept.append(s)
+
+    monkeypatch.setattr(time, "sleep", sleep)
     return slept
 
 
@@ -38,7 +44,7 @@ def test_a_starting_service_is_probed_until_it_answers(sleeps):
 
 def test_a_process_that_exits_during_start_is_one_line_at_once(sleeps):
     svc = _Starting(99)
-    exits = iter([None, None, 1])
+    exits = itertools.chain([None, None], itertools.repeat(1))
     with pytest.raises(StackError, match=r"^fake: exited during start; see .*out\.log$") as got:
         svc._wait_ready(lambda: next(exits))
     assert svc.probes == 2 and len(sleeps) == 2 and got.value.__cause__ is None
