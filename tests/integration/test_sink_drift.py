@@ -33,6 +33,7 @@ def recreate(endpoints, names, totals: dict[str, int]) -> tuple[str, str]:
     """Delete the output topic, create it again and write `totals`; return (old id, new id)."""
     topic = names.topic("out")
     old = kafka_io.topic_ids(kafka_io.admin(endpoints.bootstrap), [topic])[topic]
+    assert old is not None, "the broker gives topic ids"
     delete_topic(endpoints.bootstrap, topic)
     new = create_topic(endpoints.bootstrap, topic)
     assert new != old, "a recreated topic must get a new id"
