@@ -33,6 +33,7 @@ from logcount.core.errors import (
     kafka_error,
 )
 from logcount.core.heartbeat import frozen_between
+from logcount.core.retry import Retry, retry
 
 log = logging.getLogger("logcount.txn")
 
@@ -106,25 +107,22 @@ def _watched(doing: str, call: Callable[[], object], timeout_s: float):
 
 def _retrying(doing: str, call: Callable[[], object], timeout_s: float,
               deadline_s: float = RETRY_DEADLINE_S):
-    """Run `call` (watched for hangs); repeat it while librdkafka says the error is retriable."""
-    backoff = Backoff(RETRY_PAUSE_S, give_up_s=deadline_s).begin()
-    while True:
-        try:
-            return _watched(doing, call, timeout_s)
-        except (KafkaException, SystemError) as exc:
-            kexc = kafka_error(exc)
-            if kexc is None:
-                raise
-            err = classify(kexc, doing)
-            delay = backoff.failed() if isinstance(err, RetriableKafkaError) else None
-            if delay is not None:
-                log.warning("%s; retrying", err)
-                time.sleep(delay)
-                continue
-            if isinstance(err, RetriableKafkaError):
-                raise AbortableKafkaError(f"{err} (still failing after {deadline_s:.0f}s)",
-                                          err.error) from exc
-            raise err from exc
+    """Run `call` (watched for hangs); repeat it while librdkafka says the error is retriable,
+    for `deadline_s`, after which it counts as abortable."""
+
+    def verdict(exc: Exception) -> Retry | BaseException:
+        kexc = kafka_error(exc) if isinstance(exc, KafkaException | SystemError) else None
+        if kexc is None:
+            return exc  # a hang, or not librdkafka's: through unchanged
+        err = classify(kexc, doing)
+        if not isinstance(err, RetriableKafkaError):
+            return err
+        return Retry(err, give_up=AbortableKafkaError(
+            f"{err} (still failing after {deadline_s:.0f}s)", err.error))
+
+    return retry(lambda: _watched(doing, call, timeout_s),
+                 Backoff(RETRY_PAUSE_S, give_up_s=deadline_s).begin(), verdict,
+                 on_retry=lambda failed, delay: log.warning("%s; retrying", failed.error))
 
 
 def _produce_all(producer: Producer, records: Sequence[OutRecord]) -> None:

@@ -32,6 +32,7 @@ from logcount.connectors.transactional_sink import OutRecord
 from logcount.core.backoff import Backoff
 from logcount.core.errors import FatalKafkaError, FencedError, HungClientError, TakenOverError
 from logcount.core.recovery import Recovery
+from logcount.core.retry import poll
 from logcount.core.settings import RunSettings
 from logcount.pipeline import start_facts
 from logcount.pipeline.batch import Batch, Cluster, Group, Publisher, transaction
@@ -189,12 +190,8 @@ class Clients:
         s = self.s
         if s.delivery == "exactly-once":
             holder = claimant(self.cluster.state_table())
-            watch = Backoff(CLAIM_POLL_S, give_up_s=CLAIM_GRACE_S, clock=self.clock).begin()
-            while holder == self.instance and self.recovery.cause == "fenced":
-                pause = watch.failed()
-                if pause is None or self.sleep(pause):  # the grace is over, or a stop
-                    break
-                holder = claimant(self.cluster.state_table())
+            if holder == self.instance and self.recovery.cause == "fenced":
+                holder = self.watch_claim()
             if holder != self.instance:
                 while_ = {"hung_call": "this one's Kafka call hung",
                           "after_outage": "the cluster was away"}.get(
@@ -207,6 +204,32 @@ class Clients:
         self.report.metrics.producer_recoveries.labels(cause=cause).inc()
         log.info("Kafka clients replaced (%s); batch %d is planned again from the committed "
                  "state", cause, self.batch.number + 1)
+
+    def watch_claim(self) -> str | None:
+        """Fenced with no freeze to explain it: the claim's holder once another instance
+        claims, or still this one when CLAIM_GRACE_S (or a stop) ends the watch."""
+        holder: str | None = self.instance
+        stopped = False
+
+        def claimed() -> bool | None:
+            nonlocal holder
+            if stopped:  # a stop ends the watch without another look
+                return True
+            holder = claimant(self.cluster.state_table())
+            return True if holder != self.instance else None
+
+        def pause(seconds: float) -> None:
+            nonlocal stopped
+            stopped = bool(self.sleep(seconds))
+
+        # The first look was the caller's: the watch begins with a pause.
+        watch = Backoff(CLAIM_POLL_S, give_up_s=CLAIM_GRACE_S, clock=self.clock).begin()
+        first = watch.failed()
+        if first is None:
+            return holder
+        pause(first)
+        poll(claimed, watch, sleep=pause)
+        return holder
 
     def close(self) -> None:
         close(self.sink, self.group)

@@ -26,6 +26,7 @@ from logcount.core.errors import (
     RetriableKafkaError,
     TakenOverError,
 )
+from logcount.core.retry import Retry, retry
 from logcount.core.settings import RunSettings
 from logcount.pipeline.batch import Batch, JobFailed, PlanFailed, StepFailed
 from logcount.pipeline.batch_report import Report
@@ -94,22 +95,33 @@ class Loop:
 
     def run(self) -> None:
         s = self.s
-        while not self.stop.set:
-            busy = self.turn()
-            if busy is None:  # a failure was handled: plan again at once
+        while True:
+            try:
+                busy = retry(self.attempt, self.backoff, self.verdict, sleep=self.sleep,
+                             stop=lambda: self.stop.set, on_retry=self.retrying)
+            except _Stopped:
+                return
+            if busy is None:  # a hang or a fencing was handled: plan again at once
                 continue
             if not busy:
                 if s.once:
-                    break
+                    return
                 self.sleep(s.trigger_interval)
             elif s.min_batch_interval and not (s.once or self.batch.backlogged):
                 # Pacing: a caught-up stage waits out the rest of the interval, so what
                 # arrives meanwhile joins the next batch instead of making its own.
                 self.sleep(pacing_wait(self.batch.started, self.clock(), s.min_batch_interval))
 
+    def attempt(self) -> bool | None:
+        """The stop is checked before every turn (after a back-off's sleep too)."""
+        if self.stop.set:
+            raise _Stopped
+        return self.turn()
+
     def turn(self) -> bool | None:
         """One pass of the loop: new clients if the last ones were let go of, then one batch.
-        True/False: a batch was done / nothing to do; None: a failure, handled here."""
+        True/False: a batch was done / nothing to do; None: a hang or a fencing, handled here.
+        A step that failed (StepFailed) is the retry's (verdict)."""
         clients = self.clients
         try:
             if clients.sink is None or clients.group is None:  # the last ones were let go of
@@ -121,17 +133,6 @@ class Loop:
                     raise ClientsFailed(exc) from exc
             assert clients.sink is not None and clients.group is not None
             return self.batch.run(clients.sink, clients.group)
-        except StepFailed as failed:
-            if self.stop.set:  # a Spark job cancelled by the signal: nothing open
-                return None
-            if (clients.sink is not None and self.s.delivery == "exactly-once"
-                    and isinstance(failed, PlanFailed | JobFailed)
-                    and clients.made_at <= (self.backoff.since or self.clock())):
-                # After a broker restart the old producer's send_offsets hung for its whole
-                # watchdog (7 s, librdkafka #5456). Nothing is open now: new clients (claim
-                # check first), once per run of failures.
-                clients.retire()
-            self.transient_failure(failed)
         except HungClientError as hung:
             clients.hung(hung)
         except FencedError as exc:
@@ -139,6 +140,38 @@ class Loop:
                 raise
             clients.fenced(exc)
         return None
+
+    def verdict(self, exc: Exception) -> Retry | BaseException:
+        """A failed step is planned again after the backoff, until GIVE_UP_AFTER_S of failures
+        without a break; anything else is not the retry's."""
+        if not isinstance(exc, StepFailed):
+            return exc
+        if self.stop.set:  # a Spark job cancelled by the signal: nothing open
+            return Retry(exc, stopped=_Stopped())
+        clients = self.clients
+        if (clients.sink is not None and self.s.delivery == "exactly-once"
+                and isinstance(exc, PlanFailed | JobFailed)
+                and clients.made_at <= (self.backoff.since or self.clock())):
+            # After a broker restart the old producer's send_offsets hung for its whole
+            # watchdog (7 s, librdkafka #5456). Nothing is open now: new clients (claim
+            # check first), once per run of failures.
+            clients.retire()
+        self.report.aborted()
+        # The give-up line counts this failure too (the backoff is told of it next).
+        n, over = self.backoff.failures + 1, self.backoff.elapsed()
+        return Retry(exc, give_up=DependencyError(
+            f"{exc.doing} failed {n} times in a row over {over:.0f}s; last: "
+            f"{_first_line(exc.cause)[:500]}"))
+
+    def retrying(self, verdict: Retry, delay: float) -> None:
+        """One WARN line an outage (retries go on every second), one INFO line when it is over
+        (committed)."""
+        failed = verdict.error
+        assert isinstance(failed, StepFailed)
+        n = self.backoff.failures
+        log.log(logging.WARNING if n == 1 else logging.DEBUG,
+                "%s failed (%s); re-planning in %.1fs (%d in a row)", failed.doing,
+                _first_line(failed.cause)[:300], delay, n)
 
     def committed(self) -> None:
         """A batch committed: the run of failures, and of recoveries, is over."""
@@ -148,19 +181,10 @@ class Loop:
         self.backoff.reset()
         self.clients.recovery.committed()
 
-    def transient_failure(self, failed: StepFailed) -> None:
-        """Log, back off and let the loop re-plan; give up after too many in a row."""
-        exc = failed.cause
-        self.report.aborted()
-        delay = self.backoff.failed()
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
-        n = self.backoff.failures
-        if delay is None:
-            raise DependencyError(f"{failed.doing} failed {n} times in a row over "
-                                  f"{self.backoff.elapsed():.0f}s; last: "
-                                  f"{first_line[:500]}") from exc
-        # One WARN line an outage (retries go on every second), one INFO line when it is over.
-        log.log(logging.WARNING if n == 1 else logging.DEBUG,
-                "%s failed (%s); re-planning in %.1fs (%d in a row)", failed.doing,
-                first_line[:300], delay, n)
-        self.sleep(delay)
+
+class _Stopped(Exception):
+    """A stop, seen before a turn or at a failed step: the loop ends."""
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)

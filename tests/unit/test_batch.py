@@ -189,10 +189,11 @@ def test_the_loop_plans_a_failed_job_again_and_then_commits():
 def test_the_loop_plans_a_publish_that_must_abort_again():
     r = _started()
     stage = r.stage
-    stage.clients.sink = Recorder(stage.batch, fail={"commit": _abortable()})
-    assert stage.loop.turn() is None  # handled: backed off, to be planned again
-    assert r.clock.sleeps == [0.5] and stage.batch.state.offsets == {0: 0}
-    assert stage.loop.turn() is True and stage.batch.state.offsets == {0: 10}
+    rec = Recorder(stage.batch, fail={"commit": _abortable()})
+    stage.clients.sink = rec
+    stage.loop.run()  # --once: until nothing is left
+    assert rec.calls == STEPS + ["abort"] + STEPS  # backed off, planned again, committed
+    assert r.clock.sleeps == [0.5] and stage.batch.state.offsets == {0: 10}
 
 
 # -- the Spark adapter ---------------------------------------------------------------------------

@@ -184,3 +184,20 @@ def test_a_retriable_commit_error_is_retried_in_the_transaction_not_aborted(monk
     assert "abort" not in broker.calls and broker.calls[-2:] == ["commit", "commit"]
     assert r.compute.jobs == [[(0, 0, 10)]] and broker.group == {0: 10}
     assert _metric(r.stage, "logcount_batches_aborted_total") == 0
+
+
+def test_a_stop_during_a_failed_step_ends_the_loop_without_a_retry():
+    r = rig()
+    job = r.compute.batch
+
+    def cancelled_by_sigterm(ranges, late_before):
+        if len(r.compute.jobs) == 1:  # the second job: SIGTERM came, and cancelled it
+            r.stage.stop.event.set()
+        return job(ranges, late_before)
+
+    r.compute.batch = cancelled_by_sigterm  # type: ignore[method-assign]
+    r.compute.errors = [ComputeError("lost"), ComputeError("Job cancelled")]
+    assert r.stage.run() == 0
+    assert r.compute.jobs == [[(0, 0, 10)], [(0, 0, 10)]] and r.broker.group == {}
+    assert r.clock.sleeps == [loop.RETRY_FIRST_S]
+    assert _metric(r.stage, "logcount_batches_aborted_total") == 1
