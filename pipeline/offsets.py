@@ -79,6 +79,6 @@ def offsets_to_send(new: Mapping[int, int], old: Mapping[int, int],
                     everything: bool) -> dict[int, int]:
     """The group offsets one transaction sends: only those that moved, so a batch over a few of
     512 partitions writes a few offsets, not 512 (pure). `everything` (the first commit of a
-    process, then hourly: pipeline/driver.py) sends them all, which keeps an idle partition's
+    process, then hourly: pipeline/batch.py) sends them all, which keeps an idle partition's
     committed offset from expiring with the group's (offsets.retention.minutes, KIP-211)."""
     return dict(new) if everything else {p: o for p, o in new.items() if old.get(p) != o}
