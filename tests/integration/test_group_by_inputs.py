@@ -8,6 +8,7 @@ exactly the output topic's last total per series.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -66,9 +67,13 @@ def _write(bootstrap: str, topic: str, values: list[bytes]) -> list[tuple[int, i
     where: dict[int, tuple[int, int]] = {}
     p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
                   "message.max.bytes": 4 << 20})
+
+    def delivered(i: int, err, msg) -> None:
+        if err is None:
+            where[i] = (msg.partition(), msg.offset())
+
     for i, v in enumerate(values):
-        p.produce(topic, v, on_delivery=lambda err, msg, i=i: where.__setitem__(
-            i, (msg.partition(), msg.offset())) if err is None else None)
+        p.produce(topic, v, on_delivery=functools.partial(delivered, i))
     assert p.flush(60) == 0
     assert len(where) == len(values)
     return [where[i] for i in range(len(values))]

@@ -40,7 +40,7 @@ def test_counted_lines_carry_the_series_labels_bounded_by_max_series(endpoints, 
         wait_for(lambda: metric(port, "logcount_records_read_total", down=0) == len(lines), 180,
                  what="the stage to read every line")
         sets = label_sets(port, "logcount_counted_lines_total")
-        got = {s["logger"]: sample(port, "logcount_counted_lines_total", **s) for s in sets}
+        got = {s["logger"]: sample(port, "logcount_counted_lines_total", 5.0, **s) for s in sets}
     finally:
         stage.send_signal(signal.SIGTERM)
         assert stage.wait(60) == 0

@@ -41,8 +41,14 @@ def test_waits_until_the_table_equals_the_expectation(sleeps, monkeypatch, capsy
 
 def test_gives_up_at_the_timeout(monkeypatch, capsys):
     _reads(monkeypatch, [WANT], [{}])
-    real_sleep, slept = time.sleep, []
-    monkeypatch.setattr(time, "sleep", lambda s: (slept.append(s), real_sleep(s)))
+    real_sleep = time.sleep
+    slept: list[float] = []
+
+    def sleep(s: float) -> None:
+        slept.append(s)
+        real_sleep(s)
+
+    monkeypatch.setattr(time, "sleep", sleep)
     assert not demo_check.wait_for_verdict(URL, Path("x"), 0.05, every_s=30.0, poll_s=0.02)
     out = capsys.readouterr().out
     assert 2 <= len(slept) <= 3 and set(slept) == {0.02}

@@ -3,6 +3,8 @@ normalises."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from logcount.formats.spec import FormatError, LineFormat, TimePattern, java_regex_groups
@@ -145,7 +147,7 @@ def test_a_pattern_is_compiled_once():
 @pytest.mark.parametrize("path", ["", " ", "a..b", ".a", "a.", "a[0]", "a'b", "a\\.b", "[a]"])
 @pytest.mark.parametrize("flag", ["json_line_field", "json_time_field", "json_level_field"])
 def test_an_empty_or_odd_field_path_is_a_format_error(flag, path):
-    flags = {"json_time_field": "@timestamp", "json_level_field": "level"} \
+    flags: dict[str, Any] = {"json_time_field": "@timestamp", "json_level_field": "level"} \
         if flag != "json_line_field" else {}
     flags[flag] = path
     with pytest.raises(FormatError, match="--json-"):

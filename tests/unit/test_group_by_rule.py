@@ -63,6 +63,7 @@ def test_regex_groups_level_and_key():
     fmt = LineFormat.from_flags(line_regex=r"(?<time>\S+ \S+) (?<level>\w+) (?<logger>\S+)?",
                                 group_by="logger,level,k=key", level="*")
     p = parse_record(b"2017-07-30 14:09:08 warn com.x.Y rest", fmt, b"k\xff1")
+    assert isinstance(p, Parsed)
     assert p == Parsed(p.minute, "WARN", ("com.x.Y", "WARN", "k\ufffd1"))
     p = parse_record(b"2017-07-30 14:09:08 info ", fmt, None)
     assert isinstance(p, Parsed) and p.dims == ("", "INFO", "")

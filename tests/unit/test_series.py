@@ -63,7 +63,8 @@ def test_new_tuples_are_named_busiest_first_and_the_rest_overflow():
 
 
 def test_equal_counts_are_named_in_value_order_so_a_replay_names_the_same():
-    counts = {(v, "E"): {M0: 4} for v in "zyxw"} | {("q", "E"): {M0: 1}}
+    counts: dict[tuple[str, ...], dict[int, int]] = {(v, "E"): {M0: 4} for v in "zyxw"}
+    counts[("q", "E")] = {M0: 1}
     first = SeriesTotals(("name", "level"), max_series=2).assign(counts)
     again = SeriesTotals(("name", "level"), max_series=2).assign(dict(reversed(counts.items())))
     assert first.new_names == again.new_names == {1: ("w", "E"), 2: ("x", "E")}
@@ -200,6 +201,7 @@ def test_batch_result_counts_per_series_and_sums_per_minute():
 
     fields = sorted(rows[0], reverse=True)
     spark_rows = [_create_row(list(fields), [r[f] for f in fields]) for r in rows]
-    got = batch_result(spark_rows, [OffsetRange(0, 0, 12)], 2)
+    # Rows are tuples read by position, as collect() gives them; the signature says Mapping.
+    got = batch_result(spark_rows, [OffsetRange(0, 0, 12)], 2)  # type: ignore[arg-type]
     assert (got.series, got.counts, got.records, got.malformed) == (
         res.series, res.counts, res.records, res.malformed)

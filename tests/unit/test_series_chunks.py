@@ -82,6 +82,12 @@ def _batch(st: SeriesTotals, counts: dict[int, dict[int, int]], evict=None):
     return records, last
 
 
+def _chunk(key: bytes) -> tuple[int, int]:
+    chunk = parse_chunk_key(key)
+    assert chunk is not None, key  # the table holds chunk records only
+    return chunk
+
+
 def _named(n: int, max_series: int = 1000) -> SeriesTotals:
     st = SeriesTotals(("host",), max_series)
     st.apply({}, {i: (f"h{i}",) for i in range(1, n + 1)})
@@ -130,7 +136,7 @@ def test_records_of_random_batches_restore_what_memory_holds(merge_at):
                 table.pop(k, None)
             else:
                 table[k] = v
-        chunks = {parse_chunk_key(k): v for k, v in table.items()}
+        chunks = {_chunk(k): v for k, v in table.items()}
         again = SeriesTotals.restore(("host",), 1000, {i: b'["h%d"]' % i for i in range(1, 701)},
                                      (), chunks.items())
         assert list(again.totals.items()) == list(st.totals.items())

@@ -140,6 +140,13 @@ def test_progress_record_round_trip_and_foreign_records_are_refused():
         decode_records({b"something": b"x"}, "out-state")
 
 
+def _value(records: list[tuple[bytes, bytes | None]], key: bytes) -> bytes:
+    """The record a change writes under `key` (a value, no tombstone)."""
+    value = dict(records)[key]
+    assert value is not None, key
+    return value
+
+
 def _state(horizon=None, watermark=M0) -> StageState:
     return StageState(IDENT, {0: 40, 1: 10},
                       Totals.from_hours([(M0 // 60, encode_hour({M0 % 60: 7}))]),
@@ -156,10 +163,10 @@ def test_a_change_is_pure_until_advanced_and_carries_totals_offsets_and_state():
     keys = [k for k, _ in change.state_records]
     assert keys[-1] == PROGRESS_KEY and set(keys[:-1]) == {hour_key(M0 // 60),
                                                            hour_key(M0 // 60 + 1)}
-    by_key = dict(change.state_records)
-    minutes, totals = decode_hour(by_key[hour_key(M0 // 60)])
+    minutes, totals = decode_hour(_value(change.state_records, hour_key(M0 // 60)))
     assert dict(zip(minutes.tolist(), totals.tolist(), strict=True)) == {9: 10}
-    assert ProgressRecord.decode(by_key[PROGRESS_KEY]).offsets == {0: 90, 1: 10}
+    assert ProgressRecord.decode(_value(change.state_records, PROGRESS_KEY)).offsets == {
+        0: 90, 1: 10}
     state.advance(change)
     assert state.totals.get(M0) == 10 and state.offsets == {0: 90, 1: 10}
     assert state.watermark == M0 + 51
@@ -178,13 +185,14 @@ def test_evicted_minutes_stay_closed_under_a_wider_or_removed_horizon():
     state = _state(horizon=60)
     change = state.change([], {minute_index("2017-07-30 16:30"): 1}, M0 + 1000)
     state.advance(change)
-    closed = ProgressRecord.decode(dict(change.state_records)[PROGRESS_KEY]).closed_before
+    closed = ProgressRecord.decode(_value(change.state_records, PROGRESS_KEY)).closed_before
     assert closed == minute_index("2017-07-30 15:00"), "hour 14 was evicted whole"
-    progress = ProgressRecord.decode(dict(change.state_records)[PROGRESS_KEY])
+    progress = ProgressRecord.decode(_value(change.state_records, PROGRESS_KEY))
     for horizon in (None, 10_000):
         start = check_start(progress, {}, facts(group={0: 40, 1: 10}),
                             Wanted("in", "out", "ERROR", horizon_minutes=horizon))
-        assert start.state.late_before() >= minute_index("2017-07-30 15:00"), horizon
+        late = start.state.late_before()
+        assert late is not None and late >= minute_index("2017-07-30 15:00"), horizon
 
 
 def test_hour_records_without_progress_are_deleted_not_loaded():
