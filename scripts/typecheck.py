@@ -19,7 +19,7 @@ from mypy.main import process_options
 from mypy.modulefinder import BuildSource
 
 ROOT = Path(__file__).resolve().parents[1]
-UNINSTALLED = ("tools",)  # run from a checkout, beside the package
+UNINSTALLED = ("tools", "tests")  # run from a checkout, beside the package
 # The package as it installs, nothing beside it: no extra folder on mypy's search path.
 HIDDEN = {"PYTHONPATH", "MYPYPATH"}
 
