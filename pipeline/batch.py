@@ -40,6 +40,7 @@ from logcount.core.settings import RunSettings
 from logcount.pipeline import start_facts
 from logcount.pipeline.batch_report import Report
 from logcount.pipeline.crash import CrashPoints
+from logcount.pipeline.hour_records import minute_index, minute_text
 from logcount.pipeline.job import BatchResult, MalformedRef
 from logcount.pipeline.offsets import (
     OffsetRange,
@@ -49,7 +50,6 @@ from logcount.pipeline.offsets import (
     resolve_starts,
 )
 from logcount.pipeline.state import Change, StageState, state_topic_name
-from logcount.pipeline.totals import minute_index, minute_text
 
 log = logging.getLogger("logcount.stage")
 

@@ -20,8 +20,8 @@ from logcount.formats.rule import REASON_LATE, minute_label
 from logcount.formats.spark import cut_dims, dim_columns, line_frame
 from logcount.formats.spec import LineFormat
 from logcount.pipeline import plan_reuse
+from logcount.pipeline.hour_records import minute_index
 from logcount.pipeline.offsets import OffsetRange
-from logcount.pipeline.totals import minute_index
 
 # How many malformed-line references one batch may bring to the driver (--max-malformed-per-batch):
 # a flood of garbage is cut short in the partition where it is reached (the rest: next batch),

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from logcount.formats.spec import OVERFLOW
-from logcount.pipeline.totals import HOUR_END, MINUTE_END, Totals, hour_key, parse_hour_key
+from logcount.pipeline.hour_records import HOUR_END, MINUTE_END, hour_key, parse_hour_key
+from logcount.pipeline.totals import Totals
 
 __all__ = ["OVERFLOW_ID", "SERIES_PREFIX", "CHUNK_SERIES", "CHUNK_MAGIC", "CHUNK_CELL_BYTES",
            "SeriesTotals", "Assigned", "cell_key", "parse_cell_key", "chunk_key", "parse_chunk_key",

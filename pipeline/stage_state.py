@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from logcount.pipeline.hour_records import encode_hour, hour_key
 from logcount.pipeline.offsets import OffsetRange
 from logcount.pipeline.series import SeriesTotals, encode_name, name_key
 from logcount.pipeline.state_identity import Identity
 from logcount.pipeline.state_records import PROGRESS_KEY, ProgressRecord
-from logcount.pipeline.totals import Totals, encode_hour, hour_key
+from logcount.pipeline.totals import Totals
 
 __all__ = ["FUTURE_SLACK_MINUTES", "Change", "StageState", "late_before"]
 

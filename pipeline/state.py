@@ -7,7 +7,7 @@ levels, and the other counting settings: line rule, time pattern, timezone, JSON
 in a compacted topic beside the output topic (`<output>-state`) and is written in the SAME
 transaction as the totals it describes, so the two can never disagree:
     key b"progress"              JSON: format, identity, offsets, watermark
-    key b"totals/YYYY-MM-DD HH"  the hour's minutes and totals (pipeline.totals.encode_hour)
+    key b"totals/YYYY-MM-DD HH"  the hour's minutes and totals (pipeline.hour_records.encode_hour)
     key b"claim"                 JSON: the instance that last took the transactional id, written
                                  in a transaction of its own right after its init_transactions
                                  and the start check

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from logcount.core.errors import StateRefused
+from logcount.pipeline.hour_records import minute_index, minute_text, parse_hour_key
 from logcount.pipeline.series import (
     cell_key,
     chunk_key,
@@ -18,7 +19,6 @@ from logcount.pipeline.series import (
     parse_name_key,
 )
 from logcount.pipeline.state_identity import Identity
-from logcount.pipeline.totals import minute_index, minute_text, parse_hour_key
 
 __all__ = ["CLAIM_KEY", "FORMAT", "PROGRESS_KEY", "STATE_SUFFIX", "ProgressRecord",
            "SeriesRecords", "claim_value", "claimant", "decode_records", "decode_series",

@@ -7,11 +7,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from logcount.core.errors import StateRefused
+from logcount.pipeline.hour_records import hour_key
 from logcount.pipeline.series import SeriesTotals, cell_key
 from logcount.pipeline.stage_state import StageState
 from logcount.pipeline.state_identity import Identity, Wanted, grouping, refuse_other_counting
 from logcount.pipeline.state_records import ProgressRecord, SeriesRecords
-from logcount.pipeline.totals import Totals, hour_key
+from logcount.pipeline.totals import Totals
 
 __all__ = ["Start", "StartFacts", "check_start"]
 

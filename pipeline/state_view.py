@@ -23,6 +23,7 @@ from logcount.core.errors import StateRefused
 from logcount.core.redact import mask
 from logcount.core.retry import poll
 from logcount.core.settings import RunSettings
+from logcount.pipeline.hour_records import decode_hour, minute_text
 from logcount.pipeline.series import CHUNK_CELL_BYTES, CHUNK_MAGIC
 from logcount.pipeline.start_facts import NO_TOPIC, Facts, gather, read_table, wanted
 from logcount.pipeline.state import (
@@ -35,7 +36,7 @@ from logcount.pipeline.state import (
     decode_series,
     state_topic_name,
 )
-from logcount.pipeline.totals import Totals, decode_hour, minute_text
+from logcount.pipeline.totals import Totals
 
 # Why re-read before predicting anything but a resume: a transaction's markers reach the state
 # topic and the group's offsets one after the other, so a rare read sees a batch in one only,

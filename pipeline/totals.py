@@ -2,8 +2,7 @@
 
 `Totals` keeps two sorted int64 arrays (minute, total), ~16 bytes per minute, plus a small dict of
 minutes new since the last merge. A minute exists only while its total is positive. A minute's
-index and text and an hour's record in the state topic are pipeline/hour_records.py's (their
-names are re-exported here).
+index and text and an hour's record in the state topic are pipeline/hour_records.py's.
 """
 
 from __future__ import annotations
@@ -14,22 +13,7 @@ from operator import index
 
 import numpy as np
 
-from logcount.pipeline.hour_records import (
-    HOUR_END,
-    HOUR_MAGIC,
-    MINUTE_END,
-    MINUTE_TEXT_LEN,
-    decode_hour,
-    encode_hour,
-    hour_key,
-    minute_index,
-    minute_text,
-    parse_hour_key,
-    split_hour,
-)
-
-__all__ = ["MINUTE_TEXT_LEN", "MINUTE_END", "HOUR_END", "MERGE_AT", "HOUR_MAGIC", "minute_index",
-           "minute_text", "hour_key", "parse_hour_key", "encode_hour", "decode_hour", "Totals"]
+from logcount.pipeline.hour_records import HOUR_END, MINUTE_END, split_hour
 
 # Minutes new since the last merge live in a Python dict (~100 bytes each against 16 in the
 # arrays); at 65,536 that is ~6 MB, and the merge (an O(n) copy of the arrays, ~15 ms at 5

@@ -25,11 +25,12 @@ from pyspark.sql.types import _create_row
 from logcount.formats.rule import minute_label
 from logcount.formats.spec import LineFormat
 from logcount.pipeline.batch import BatchRecords
+from logcount.pipeline.hour_records import minute_index
 from logcount.pipeline.job import batch_result
 from logcount.pipeline.offsets import OffsetRange
 from logcount.pipeline.series import SeriesTotals
 from logcount.pipeline.state import Identity, StageState
-from logcount.pipeline.totals import Totals, minute_index
+from logcount.pipeline.totals import Totals
 
 SERIES = 10_000
 CELLS = 990

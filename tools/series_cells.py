@@ -11,10 +11,11 @@ from __future__ import annotations
 import sys
 import time
 
+from logcount.pipeline.hour_records import minute_index
 from logcount.pipeline.offsets import OffsetRange
 from logcount.pipeline.series import SeriesTotals
 from logcount.pipeline.state import Identity, StageState, decode_series
-from logcount.pipeline.totals import Totals, minute_index
+from logcount.pipeline.totals import Totals
 
 
 def measure(series: int, minutes: int) -> dict:

@@ -23,8 +23,8 @@ from pathlib import Path
 from confluent_kafka import Producer
 
 from logcount.connectors import kafka_io, state_topic
+from logcount.pipeline.hour_records import encode_hour, hour_key, minute_index
 from logcount.pipeline.state import PROGRESS_KEY, Identity, ProgressRecord
-from logcount.pipeline.totals import encode_hour, hour_key, minute_index
 
 START = minute_index("2015-01-01 00:00")
 IDENT = Identity("bench-in", "IN", "bench-out", "OUT", "ERROR")

@@ -21,9 +21,9 @@ from pyspark.sql import functions as F
 from logcount.formats.rule import Continued, Malformed, Parsed, minute_label, parse_record
 from logcount.formats.spark import dim_columns, line_frame
 from logcount.formats.spec import LineFormat
+from logcount.pipeline.hour_records import minute_index
 from logcount.pipeline.job import batch_frame, batch_result, compute_batch, projections, read_ranges
 from logcount.pipeline.offsets import OffsetRange
-from logcount.pipeline.totals import minute_index
 from tests.support.corpus import FORMATS, GROUPED, corpus, grouped_corpus
 from tests.support.inputs import build_input
 from tests.support.pattern_corpus import Tok, pattern_text, patterns, text_for

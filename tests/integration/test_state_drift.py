@@ -14,9 +14,9 @@ from confluent_kafka.admin import OffsetSpec
 from logcount.connectors import kafka_io, state_topic
 from logcount.core.errors import DependencyError
 from logcount.core.paths import jars_dir
+from logcount.pipeline.hour_records import hour_key, minute_index
 from logcount.pipeline.state import state_topic_name
 from logcount.pipeline.state_view import NO_TOPIC
-from logcount.pipeline.totals import hour_key, minute_index
 from tests.support.exact import assert_exact
 from tests.support.inputs import build_input, write_lines
 from tests.support.readers import end_offsets, group_offsets, last_totals, read_all, read_table

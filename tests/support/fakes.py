@@ -18,11 +18,11 @@ from logcount.connectors.transactional_sink import TransactionalSink
 from logcount.core.settings import RunSettings
 from logcount.pipeline.batch import Cluster, Compute, Group
 from logcount.pipeline.driver import Seams, Stage
+from logcount.pipeline.hour_records import minute_index
 from logcount.pipeline.job import BatchResult
 from logcount.pipeline.offsets import OffsetRange
 from logcount.pipeline.start_facts import Facts
 from logcount.pipeline.state import StartFacts, state_topic_name
-from logcount.pipeline.totals import minute_index
 
 MINUTE = minute_index("2026-11-26 09:00")
 

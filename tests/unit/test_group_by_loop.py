@@ -58,8 +58,8 @@ def test_each_series_is_a_record_and_the_overflow_is_counted():
 
 
 def test_a_state_of_the_first_layout_is_rewritten_as_chunks_by_the_restart():
+    from logcount.pipeline.hour_records import encode_hour
     from logcount.pipeline.series import cell_key, decode_chunk, parse_cell_key, parse_chunk_key
-    from logcount.pipeline.totals import encode_hour
 
     broker = Broker()
     r = rig(broker, level="*", group_by="level")

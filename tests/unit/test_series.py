@@ -10,6 +10,7 @@ import pytest
 
 from logcount.core.errors import StateRefused
 from logcount.formats.spec import LineFormat
+from logcount.pipeline.hour_records import hour_key, minute_index
 from logcount.pipeline.offsets import OffsetRange
 from logcount.pipeline.series import (
     OVERFLOW_ID,
@@ -29,7 +30,6 @@ from logcount.pipeline.state import (
     decode_records,
     decode_series,
 )
-from logcount.pipeline.totals import hour_key, minute_index
 
 M0 = minute_index("2017-07-30 14:09")
 FMT = LineFormat.from_flags(json_line_field="message", group_by="host.name,level", max_series=2)
@@ -167,7 +167,8 @@ def test_a_changed_group_by_or_max_series_is_refused():
 
 @pytest.mark.parametrize("merge_at", [0, 1_000_000])
 def test_periodic_eviction_drops_every_series_hours_before_the_cut(merge_at):
-    from logcount.pipeline.totals import HOUR_END, MINUTE_END, Totals
+    from logcount.pipeline.hour_records import HOUR_END, MINUTE_END
+    from logcount.pipeline.totals import Totals
 
     t = Totals(merge_at=merge_at, key_end=4 * MINUTE_END)
     t.apply({sid * MINUTE_END + m: 1 for sid in range(3) for m in (M0, M0 + 60, M0 + 120)})

@@ -12,6 +12,7 @@ import pytest
 
 from logcount.core.errors import StateRefused
 from logcount.formats.spec import LineFormat
+from logcount.pipeline.hour_records import MINUTE_END, hour_key, minute_index
 from logcount.pipeline.offsets import OffsetRange
 from logcount.pipeline.series import (
     CHUNK_CELL_BYTES,
@@ -33,7 +34,6 @@ from logcount.pipeline.state import (
     decode_records,
     decode_series,
 )
-from logcount.pipeline.totals import MINUTE_END, hour_key, minute_index
 
 M0 = minute_index("2017-07-30 14:00")
 H0 = M0 // 60

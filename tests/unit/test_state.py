@@ -6,6 +6,7 @@ import pytest
 
 from logcount.core.errors import StateRefused
 from logcount.formats.spec import LineFormat
+from logcount.pipeline.hour_records import decode_hour, encode_hour, hour_key, minute_index
 from logcount.pipeline.offsets import OffsetRange
 from logcount.pipeline.state import (
     CLAIM_KEY,
@@ -23,7 +24,7 @@ from logcount.pipeline.state import (
     decode_records,
     late_before,
 )
-from logcount.pipeline.totals import Totals, decode_hour, encode_hour, hour_key, minute_index
+from logcount.pipeline.totals import Totals
 
 IDENT = Identity("in", "IN-ID", "out", "OUT-ID", "ERROR")
 WANT = Wanted("in", "out", "ERROR")

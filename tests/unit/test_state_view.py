@@ -6,6 +6,7 @@ import json
 
 from logcount.core.errors import SHOW_HINT
 from logcount.core.settings import RunSettings
+from logcount.pipeline.hour_records import encode_hour, hour_key, minute_index
 from logcount.pipeline.state import (
     CLAIM_KEY,
     PROGRESS_KEY,
@@ -15,7 +16,6 @@ from logcount.pipeline.state import (
     claim_value,
 )
 from logcount.pipeline.state_view import NO_TOPIC, Facts, describe, predict, render, wanted
-from logcount.pipeline.totals import encode_hour, hour_key, minute_index
 
 S = RunSettings(input_topic="in", output_topic="out", group_id="g")
 M0 = minute_index("2017-07-30 14:09")

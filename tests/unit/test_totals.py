@@ -11,9 +11,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from logcount.pipeline import totals as tm
-from logcount.pipeline.totals import (
+from logcount.pipeline.hour_records import (
     MINUTE_END,
-    Totals,
     decode_hour,
     encode_hour,
     hour_key,
@@ -21,6 +20,7 @@ from logcount.pipeline.totals import (
     minute_text,
     parse_hour_key,
 )
+from logcount.pipeline.totals import Totals
 
 EDGE_TEXTS = [
     "0001-01-01 00:00:00", "0001-01-01 00:01:00", "0001-12-31 23:59:00",
