@@ -27,7 +27,8 @@ from logcount.bench.data import generate, write_topic
 from logcount.bench.runner import consumer_performance_argv
 from logcount.connectors import stack
 from logcount.core.batch_line import parse_batch_line
-from logcount.formats.shapes import RUN_FLAGS, SHAPES, synthetic_records
+from logcount.formats.catalogue import RUN_FLAGS, SHAPES
+from logcount.formats.shapes import synthetic_records
 
 
 def run_stage(topic: str, tag: str, extra: list[str]) -> dict:

@@ -30,7 +30,8 @@ from logcount.core.errors import ConfigError
 from logcount.core.paths import home
 from logcount.core.settings import BenchSettings
 from logcount.core.settings.commands import GROUPING_PARTS
-from logcount.formats.shapes import RUN_FLAGS, synthetic_lines, synthetic_records
+from logcount.formats.catalogue import RUN_FLAGS
+from logcount.formats.shapes import synthetic_lines, synthetic_records
 
 log = logging.getLogger("logcount.bench")
 

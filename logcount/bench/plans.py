@@ -12,7 +12,8 @@ import argparse
 import hashlib
 import re
 
-from logcount.formats.shapes import SHAPES, run_format, synthetic_records
+from logcount.formats.catalogue import SHAPES, run_format
+from logcount.formats.shapes import synthetic_records
 from logcount.pipeline.job import MAX_MALFORMED_PER_BATCH, batch_frame
 from logcount.pipeline.spark import spark_session
 

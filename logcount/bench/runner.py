@@ -36,7 +36,8 @@ from logcount.core.paths import home, jars_dir
 from logcount.core.progress import Progress
 from logcount.core.records import decode_total
 from logcount.core.settings import BenchSettings, RunSettings, add_arguments, from_namespace
-from logcount.formats.shapes import RUN_FLAGS, expected_from_records, synthetic_records
+from logcount.formats.catalogue import RUN_FLAGS
+from logcount.formats.shapes import expected_from_records, synthetic_records
 
 log = logging.getLogger("logcount.bench")
 

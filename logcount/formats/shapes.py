@@ -20,22 +20,13 @@ from typing import TypeVar
 from zoneinfo import ZoneInfo
 
 from logcount.formats.catalogue import (
-    DIMENSIONS,
     RUN_FLAGS,
     SHAPES,
-    TRACE_SHAPES,
     ZONELESS,
-    check_group_by,
-    run_format,
 )
 from logcount.formats.rule import minute_label
 from logcount.formats.spec import ALL_LEVELS, check_timezone
 from logcount.formats.synthetic_tables import LEVEL_WORDS, MALFORMED
-
-# The catalogue's names stay importable from here, where the generator's users find them.
-__all__ = ["SHAPES", "RUN_FLAGS", "TRACE_SHAPES", "ZONELESS", "DIMENSIONS", "SyntheticRecord",
-           "synthetic_records", "synthetic_lines", "expected_from_records", "check_group_by",
-           "run_format", "SeriesCounts"]
 
 
 @dataclass(frozen=True, slots=True)

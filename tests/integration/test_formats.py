@@ -22,13 +22,9 @@ from pathlib import Path
 import pytest
 
 from logcount.core.settings import MySQLUrl
+from logcount.formats.catalogue import RUN_FLAGS, ZONELESS
 from logcount.formats.rule import REASONS
-from logcount.formats.shapes import (
-    RUN_FLAGS,
-    ZONELESS,
-    expected_from_records,
-    synthetic_records,
-)
+from logcount.formats.shapes import expected_from_records, synthetic_records
 from logcount.formats.spec import parse_levels
 from tests.support.databases import fresh_database
 from tests.support.exact import assert_exact

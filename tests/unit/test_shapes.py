@@ -12,15 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from logcount.formats.catalogue import RUN_FLAGS, SHAPES, TRACE_SHAPES, ZONELESS, run_format
 from logcount.formats.rule import Malformed, Parsed, expected_counts, parse_record
 from logcount.formats.shapes import (
-    RUN_FLAGS,
-    SHAPES,
-    TRACE_SHAPES,
-    ZONELESS,
     SyntheticRecord,
     expected_from_records,
-    run_format,
     synthetic_lines,
     synthetic_records,
 )

@@ -14,12 +14,10 @@ import pytest
 from logcount.connectors.produce import keyed_values, synthetic_values
 from logcount.core.errors import ConfigError
 from logcount.core.settings import ProduceSettings
+from logcount.formats.catalogue import DIMENSIONS, SHAPES, check_group_by
 from logcount.formats.shapes import (
-    DIMENSIONS,
-    SHAPES,
     SeriesCounts,
     SyntheticRecord,
-    check_group_by,
     expected_from_records,
     synthetic_records,
 )
