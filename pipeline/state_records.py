@@ -85,7 +85,7 @@ def claim_value(instance: str, host: str, pid: int, at: str) -> bytes:
 def claimant(records: Mapping[bytes, bytes]) -> str | None:
     """The instance whose claim is the state topic's last (None: no claim, or unreadable).
 
-    The rule of a stage whose Kafka call hung (pipeline/driver.py): it may replace its clients,
+    The rule of a stage whose Kafka call hung (pipeline/clients.py): it may replace its clients,
     and so fence whoever holds the transactional id, only while this is still itself."""
     raw = records.get(CLAIM_KEY)
     if raw is None:

@@ -1,7 +1,7 @@
 """When the stage replaces its Kafka clients in-process, and when it stops trying.
 
 A hung librdkafka call or a producer fenced by its own transaction timeout is recovered from by
-new clients (pipeline/driver.py), a cluster outage likewise between two batches. `Recovery`
+new clients (pipeline/clients.py), a cluster outage likewise between two batches. `Recovery`
 holds the count since the last commit and the cause, which labels
 `logcount_producer_recoveries_total{cause}`.
 """
