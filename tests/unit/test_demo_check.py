@@ -15,13 +15,6 @@ URL = MySQLUrl.parse("mysql://u:p@db:3306/logs")
 WANT = {"2024-01-01 00:00": 3}
 
 
-@pytest.fixture
-def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    slept: list[float] = []
-    monkeypatch.setattr(time, "sleep", slept.append)
-    return slept
-
-
 def _reads(monkeypatch: pytest.MonkeyPatch, expectations: list, tables: list) -> None:
     monkeypatch.setattr(demo_check, "_expected",
                         lambda path: expectations.pop(0) if len(expectations) > 1

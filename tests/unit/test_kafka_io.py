@@ -1,7 +1,6 @@
 """connectors/kafka_io's pure edges and its waits, with a stand-in for the admin client."""
 
 import logging
-import time
 from concurrent.futures import Future
 from types import SimpleNamespace
 from typing import Any
@@ -43,18 +42,6 @@ def test_a_partition_whose_leader_is_away_is_an_error_to_retry_not_an_offset():
 
 def _kafka(code: int, reason: str = "") -> KafkaException:
     return KafkaException(KafkaError(code, reason or None))
-
-
-@pytest.fixture
-def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    slept: list[float] = []
-
-    def sleep(s: float) -> None:
-        assert len(slept) < 200, "the wait never ended"
-        slept.append(s)
-
-    monkeypatch.setattr(time, "sleep", sleep)
-    return slept
 
 
 class _Configs:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import time
 
 import pytest
 
@@ -22,18 +21,6 @@ class _Starting(stack.Service):
         self.probes += 1
         if self.probes <= self.failures:
             raise ConnectionRefusedError(f"refused {self.probes}")
-
-
-@pytest.fixture
-def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    slept: list[float] = []
-
-    def sleep(s: float) -> None:
-        assert len(slept) < 50, "the wait never ended"
-        slept.append(s)
-
-    monkeypatch.setattr(time, "sleep", sleep)
-    return slept
 
 
 def test_a_starting_service_is_probed_until_it_answers(sleeps):
