@@ -25,6 +25,7 @@ from confluent_kafka import KafkaException, Producer
 
 from logcount.connectors import kafka_io, stack
 from logcount.formats.shapes import SeriesCounts, SyntheticRecord, synthetic_records
+from logcount.pipeline.crash import CRASH_EXIT_CODE
 from tests.support.names import Names
 from tests.support.readers import (
     end_offsets,
@@ -108,12 +109,25 @@ class Supervised:
         self.starts = 0
         self.started_at = 0.0
         self.lock = threading.Lock()
+        # A crash point stays armed until the process dies of it: a kill that lands before the
+        # point is reached (a slow start on a busy machine) restarts the process armed again,
+        # so every scheduled crash point fires whatever the machine's load.
+        self.armed: dict | None = None
+        self.crashes = 0
 
     def start(self, env: dict | None = None) -> None:
         with self.lock:
-            self.proc = start_cli(*self.args, env=env, log_path=self.log_path)
+            if env is not None:
+                self.armed = env
+            self.proc = start_cli(*self.args, env=self.armed, log_path=self.log_path)
             self.starts += 1
             self.started_at = time.monotonic()
+
+    def reap(self) -> None:
+        """Disarm the crash point once the process died of it."""
+        if self.proc is not None and self.proc.poll() == CRASH_EXIT_CODE and self.armed:
+            self.armed = None
+            self.crashes += 1
 
     def settled(self) -> bool:
         """Alive long enough to have its SIGTERM handler: a SIGTERM in its first second (still
@@ -136,6 +150,7 @@ class Supervised:
 
     def ensure(self) -> None:
         if not self.alive():
+            self.reap()
             self.start()
 
     def stop(self) -> int | None:
@@ -319,6 +334,7 @@ def run_chaos(endpoints, names, url, cfg: ChaosConfig, workdir: Path) -> Report:
             point = rng.choice(cfg.crash_at)
             for proc in stages:
                 proc.signal(signal.SIGKILL)
+                proc.reap()  # an earlier point that fired meanwhile is counted, not re-armed
                 proc.start(env={"LOGCOUNT_CRASH_AT": f"{point}:1"})
         elif fault == "sink_sigkill":
             for proc in sinks:
@@ -349,9 +365,11 @@ def run_chaos(endpoints, names, url, cfg: ChaosConfig, workdir: Path) -> Report:
 
     wait_for(drained, timeout_s=600, step_s=2, what="the stages and sinks to drain")
     for proc in everyone:
+        proc.reap()
         code = proc.stop()
         if code != 0:
             report.failures.append(f"{proc.name} exited {code} on SIGTERM")
+    report.faults["crash_point_fired"] = sum(proc.crashes for proc in stages)
     committed, malformed, totals = check(endpoints, names, url, report)
     if cfg.grouped:
         check_grouped(endpoints.bootstrap, names, url, report, committed, malformed, totals,
