@@ -74,10 +74,14 @@ class Service:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
         except (OSError, ValueError):
             return None
-        try:  # a zombie child (exited, not reaped) is not running
-            if Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z"):
-                return None
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][:1]
+            threads = len(os.listdir(f"/proc/{pid}/task"))
         except (OSError, IndexError):
+            return None
+        # A zombie (exited, not reaped) is not running; but a JVM whose main thread ended before
+        # its other threads shows Z as well, and holds its ports until they end.
+        if state == "Z" and threads <= 1:
             return None
         return pid if str(self.dir).encode() in cmdline else None
 
