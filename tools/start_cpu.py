@@ -49,20 +49,38 @@ def tree_cpu(root: int) -> dict[int, float]:
     return found
 
 
-def one_start(topic: str, options: str) -> dict:
+def one_start(topic: str, options: str, extra: list[str]) -> dict:
     tag = f"startcpu-{uuid.uuid4().hex[:8]}"
     env = {**os.environ, "LOGCOUNT_SPARK_JAVA_OPTIONS": options}
     argv = [sys.executable, "-m", "logcount.cli", "run", "--once", "--input-topic", topic,
             "--output-topic", f"{tag}-out", "--dlq-topic", f"{tag}-dlq", "--group-id", tag,
-            "--transactional-id", tag, "--metrics-port", "0"]
+            "--transactional-id", tag, "--metrics-port", "0", *extra]
     t0 = time.monotonic()
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     last: dict[int, float] = {}
+    names: dict[int, str] = {}
     while proc.poll() is None:
-        last.update(tree_cpu(proc.pid))  # a pid's figure only grows: its latest sample is kept
+        for pid, cpu in tree_cpu(proc.pid).items():
+            last[pid] = cpu  # a pid's figure only grows: its latest sample is kept
+            names.setdefault(pid, _name(pid))
         time.sleep(0.1)
+    by_name: dict[str, float] = {}
+    for pid, cpu in last.items():
+        by_name[names[pid]] = round(by_name.get(names[pid], 0.0) + cpu, 2)
     return {"options": options, "exit": proc.returncode, "cpu_s": round(sum(last.values()), 2),
-            "wall_s": round(time.monotonic() - t0, 2)}
+            "wall_s": round(time.monotonic() - t0, 2), "by_process": by_name}
+
+
+def _name(pid: int) -> str:
+    """The process's program and, for a JVM, its main class (the launcher or Spark's submit)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read().split(b"\0")
+    except OSError:
+        return "?"
+    prog = os.path.basename(argv[0].decode(errors="replace"))
+    mains = [a.decode() for a in argv if a.startswith(b"org.apache.spark.")]
+    return f"{prog} {mains[0]}" if mains else prog
 
 
 def main() -> int:
@@ -71,6 +89,9 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--options", action="append",
                     help="driver JVM options of one set (repeatable; default: '' and C1 only)")
+    ap.add_argument("--stage-arg", action="append", default=[],
+                    help="one more argument of `logcount run` (repeatable), such as "
+                         "--stage-arg=--min-batch-interval --stage-arg=0")
     a = ap.parse_args()
     sets = a.options or ["", "-XX:TieredStopAtLevel=1"]
     if not stack.port_open(stack.KAFKA_PORT):  # a stack of another checkout will do
@@ -80,7 +101,7 @@ def main() -> int:
     runs = []
     for _ in range(a.runs):
         for options in sets:
-            runs.append(one_start(topic, options))
+            runs.append(one_start(topic, options, a.stage_arg))
             print(json.dumps(runs[-1]), flush=True)
     for options in sets:
         cpu = [r["cpu_s"] for r in runs if r["options"] == options]
