@@ -31,8 +31,10 @@ def archive_path() -> Path:
 
     home = java_home()  # the JDK pyspark starts ($JAVA_HOME first): the archive is that JVM's
     java = os.path.realpath(home / "bin" / "java") if home else "java"
-    connector = sorted(p.name for p in (jars_dir() / "spark-kafka").glob("*.jar"))
-    facts = (java, pyspark.__version__, connector, TRAINING)
+    # Paths, not names: the archive records its class path, and a JVM whose jars sit elsewhere
+    # (a moved checkout, another venv) silently loads every class from the jars again.
+    connector = sorted(str(p) for p in (jars_dir() / "spark-kafka").glob("*.jar"))
+    facts = (java, pyspark.__version__, os.path.dirname(pyspark.__file__), connector, TRAINING)
     key = hashlib.sha256(repr(facts).encode()).hexdigest()[:12]
     return jars_dir() / "cds" / f"spark-driver-{key}.jsa"
 

@@ -27,6 +27,18 @@ def test_archive_name_follows_the_connector_jars(tmp_path, monkeypatch):
     assert cds.archive_path() != before
 
 
+def test_archive_name_follows_where_the_jars_are(tmp_path, monkeypatch):
+    """The archive records its class path: the same jars in another checkout (another jars
+    folder) get an archive of their own, or every class would be loaded from the jars again."""
+    for where in ("a", "b"):
+        (tmp_path / where / "spark-kafka").mkdir(parents=True)
+        (tmp_path / where / "spark-kafka" / "kafka-clients-3.9.0.jar").write_bytes(b"")
+    monkeypatch.setenv("LOGCOUNT_JARS_DIR", str(tmp_path / "a"))
+    in_a = cds.archive_path().name
+    monkeypatch.setenv("LOGCOUNT_JARS_DIR", str(tmp_path / "b"))
+    assert cds.archive_path().name != in_a
+
+
 def test_archive_name_follows_the_jdk_pyspark_starts(tmp_path, monkeypatch):
     """An archive written by one JVM is refused by another: $JAVA_HOME, as pyspark reads it."""
     monkeypatch.setenv("LOGCOUNT_JARS_DIR", str(tmp_path))
