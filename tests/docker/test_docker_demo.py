@@ -311,11 +311,12 @@ def test_the_integration_core_runs_through_testcontainers(demo):
         env.update(LOGCOUNT_TEST_KAFKA_IMAGE=images["kafka"],
                    LOGCOUNT_TEST_MYSQL_IMAGE=images["mysql"])
     proc = subprocess.run(
-        # The embedded run has the pacing test; its spacing is about the stage, not the stack,
-        # and the containers' broker adds seconds of jitter to it.
+        # The tests of the stack itself (the broker's read_committed, transactions and fencing)
+        # and of the stage and sink against MySQL, drift included: every fixture a container
+        # stands in for. The stage's own behaviour (test_stage.py) does not depend on where its
+        # broker runs, and the embedded run has it.
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "integration",
-         "tests/integration/test_stack.py", "tests/integration/test_stage.py",
-         "tests/integration/test_sink_drift.py", "-k", "not pacing"],
+         "tests/integration/test_stack.py", "tests/integration/test_sink_drift.py"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     passed = re.search(r"(\d+) passed", proc.stdout)
