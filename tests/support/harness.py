@@ -48,7 +48,8 @@ class ChaosConfig:
     stage_sigkills: int = 10
     stage_sigterms: int = 3
     # Some of the stage's SIGKILL-like deaths come from crash points at the worst moments
-    # (after producing, before offsets); they are what at-least-once cannot survive.
+    # (after producing, before offsets); they are what at-least-once cannot survive. A point
+    # dies in its process's first batch, or in batch N as `point:N`.
     stage_crash_points: int = 2
     crash_at: tuple[str, ...] = ("after_produce", "after_send_offsets")
     sink_sigkills: int = 5
@@ -335,7 +336,7 @@ def run_chaos(endpoints, names, url, cfg: ChaosConfig, workdir: Path) -> Report:
             for proc in stages:
                 proc.signal(signal.SIGKILL)
                 proc.reap()  # an earlier point that fired meanwhile is counted, not re-armed
-                proc.start(env={"LOGCOUNT_CRASH_AT": f"{point}:1"})
+                proc.start(env={"LOGCOUNT_CRASH_AT": point if ":" in point else f"{point}:1"})
         elif fault == "sink_sigkill":
             for proc in sinks:
                 proc.signal(signal.SIGKILL)
