@@ -6,10 +6,11 @@ and `ip netns`), each lane is one of its own, with its own embedded stack on the
 ports (127.0.0.1:9092 and :3306 are the lane's alone) and its own state directory, so one
 lane's broker bounces and MariaDB kills never touch another lane's tests. The jobs that hold a
 stage to a time run two at most at once, at full priority; the others niced (`pick`). The
-docker tier runs in the machine's own namespace once no timed job is left. Two lanes by
-default (LOGCOUNT_TEST_LANES=N sets another count); with LOGCOUNT_TEST_LANES=1, and where
-namespaces cannot be made, every tier runs in one pytest, one after another, as plain `pytest`
-does.
+docker tier runs in the machine's own namespace once no timed job is left. Three lanes by
+default (LOGCOUNT_TEST_LANES=N sets another count): two for the timed jobs, which wait on
+outages and blackholes more than they compute, and one more whose niced jobs use what that
+leaves. With LOGCOUNT_TEST_LANES=1, and where namespaces cannot be made, every tier runs in one
+pytest, one after another, as plain `pytest` does.
 
 Arguments, if any, go to one plain pytest run instead (`scripts/run_tests.py tests/unit -x`).
 Each job's output is printed whole when it ends; then the run's time and CPU, the slowest tests,
@@ -38,10 +39,9 @@ TESTS = ROOT / "tests"
 OUT = ROOT / ".cache" / "lanes"
 SLOWEST = 20
 COSTLIEST = 20
-# Two lanes: one pytest alone leaves a core idle while tests wait on a stage, a broker or a
-# timeout (1.04 cores on average); a third lane stretched the timed tests past their bounds.
-# Figures: docs/tuning.md#test-suite-time
-LANES = int(os.environ.get("LOGCOUNT_TEST_LANES", "2"))
+# Three lanes: one pytest alone used 1.04 cores; two lanes, both busy with timed jobs for the
+# first 17 minutes, 1.66. Figures: docs/tuning.md#test-suite-time
+LANES = int(os.environ.get("LOGCOUNT_TEST_LANES", "3"))
 
 # Jobs whose tests hold a stage to a time (a resume within 15 s of a heal, batches inside a
 # fault window, a soak's samples): at most two at once, at full priority; every other job runs
@@ -62,16 +62,21 @@ NICE = 10  # CFS gives a nice-10 process ~1/10 of a nice-0 one's share when both
 # containers are not children of pytest, so no nice reaches them: it starts once no timed job
 # is left.
 LAST = ("tests/docker",)
-# The untimed jobs that go first, longest first; every other file of a tier after them.
+# The untimed jobs that go first, longest first (seconds in a run of lanes, 2026-11-29), so no
+# long one is left for the end while the other lanes idle; every other file after them.
 FIRST: tuple[tuple[str, ...], ...] = (
     *TIMED,
     LAST,
-    ("tests/integration/test_state_drift.py",),
-    ("tests/integration/test_formats.py",),
-    ("tests/integration/test_cluster.py",),
-    ("tests/integration/test_partitions.py",),
-    ("tests/unit",),
-    ("tests/newcomer",),
+    ("tests/integration/test_state_drift.py",),  # 310 s
+    ("tests/integration/test_formats.py",),  # 226
+    ("tests/integration/test_spark_rule.py",),  # 144
+    ("tests/integration/test_partitions.py",),  # 131
+    ("tests/integration/test_cluster.py",),  # 122
+    ("tests/integration/test_real_program_recipes.py",),  # 88
+    ("tests/unit",),  # 80
+    ("tests/newcomer",),  # 80
+    ("tests/integration/test_group_by.py",),  # 70
+    ("tests/integration/test_group_by_inputs.py",),  # 57
 )
 # What a job cannot fetch in its namespace (nothing there but loopback), made here beforehand:
 # the bench's Quix Streams venv, installed with pip on first use.
