@@ -3,7 +3,7 @@ computed before the batch's transaction; `advance()`, applied once it committed)
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from logcount.pipeline.hour_records import encode_hour, hour_key
@@ -13,12 +13,19 @@ from logcount.pipeline.state_identity import Identity
 from logcount.pipeline.state_records import PROGRESS_KEY, ProgressRecord
 from logcount.pipeline.totals import Totals
 
-__all__ = ["FUTURE_SLACK_MINUTES", "Change", "StageState", "late_before"]
+__all__ = ["FUTURE_SLACK_MINUTES", "Change", "StageState", "honest_newest", "late_before"]
 
 # Timestamps carry no zone, so a line may honestly be up to a day ahead of the UTC wall clock. A
 # minute beyond now + this never advances the watermark, nor does any minute move it past the wall
 # clock: one bogus future timestamp (year 2099, or tomorrow) cannot make every other line late.
 FUTURE_SLACK_MINUTES = 24 * 60
+
+
+def honest_newest(minutes: Iterable[int], now_minute: int) -> int | None:
+    """The newest of `minutes` that may move a watermark, capped at the wall clock's minute;
+    None when none may (empty, or every one beyond now + FUTURE_SLACK_MINUTES)."""
+    honest = [m for m in minutes if m <= now_minute + FUTURE_SLACK_MINUTES]
+    return min(max(honest), now_minute) if honest else None
 
 
 def late_before(watermark: int | None, horizon_minutes: int | None) -> int | None:
@@ -93,10 +100,9 @@ class StageState:
                                        series or {})
         updates = self.totals.merged(by_minute)
         offsets = {**self.offsets, **(starts or {}), **{r.partition: r.end for r in ranges}}
-        honest = [m for m in by_minute if m <= now_minute + FUTURE_SLACK_MINUTES]
+        newest = honest_newest(by_minute, now_minute)
         watermark = self.watermark
-        if honest:  # never past the wall clock: a line a few hours ahead cannot close the present
-            newest = min(max(honest), now_minute)
+        if newest is not None:  # never past the wall clock: a line hours ahead cannot close now
             watermark = newest if watermark is None else max(watermark, newest)
         evict = late_before(watermark, self.horizon_minutes)
         gone: set[int] = set()
@@ -118,10 +124,9 @@ class StageState:
     def _moved(self, ranges, by_minute, now_minute, starts):
         """Offsets and watermark after a batch, and the minute before which hours leave."""
         offsets = {**self.offsets, **(starts or {}), **{r.partition: r.end for r in ranges}}
-        honest = [m for m in by_minute if m <= now_minute + FUTURE_SLACK_MINUTES]
+        newest = honest_newest(by_minute, now_minute)
         watermark = self.watermark
-        if honest:
-            newest = min(max(honest), now_minute)
+        if newest is not None:
             watermark = newest if watermark is None else max(watermark, newest)
         return offsets, watermark, late_before(watermark, self.horizon_minutes)
 
