@@ -101,6 +101,19 @@ def test_lateness_horizon_durations():
             parse_duration_minutes(bad, "x")
 
 
+def test_grace_durations():
+    from logcount.core.settings import parse_grace_seconds
+
+    assert parse_grace_seconds("30s", "x") == 30 and parse_grace_seconds(" 2M ", "x") == 120
+    assert parse_grace_seconds("1h", "x") == 3600 and parse_grace_seconds("7d", "x") == 604800
+    assert parse_grace_seconds(None, "x") is None and parse_grace_seconds("off", "x") is None
+    for bad in ("0s", "0m", "-30s", "+30s", "30", "1.5m", "30 sec", "3w", "7d1s", "604801s",
+                "9" * 13 + "s", "99999999999h", "\u0663\u0660s", "s"):
+        with pytest.raises(ConfigError) as err:
+            parse_grace_seconds(bad, "--emit-final")
+        assert "\n" not in str(err.value) and str(err.value).startswith("--emit-final takes")
+
+
 def test_passwords_are_masked_whoever_prints_them():
     from logcount.core import redact
     from logcount.core.settings import SinkSettings, mask_url

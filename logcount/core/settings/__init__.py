@@ -35,6 +35,7 @@ from logcount.core.settings.values import (
     MySQLUrl,
     mask_url,
     parse_duration_minutes,
+    parse_grace_seconds,
     parse_kafka_config,
 )
 
@@ -58,6 +59,7 @@ __all__ = [
     "from_namespace",
     "mask_url",
     "parse_duration_minutes",
+    "parse_grace_seconds",
     "parse_kafka_config",
     "reference_markdown",
 ]

@@ -72,6 +72,24 @@ def parse_duration_minutes(text: str | None, source: str) -> int | None:
     return int(m.group(1)) * _UNITS[m.group(2)]
 
 
+_SECOND_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+# A minute held open a week is a running total, not a final one; the bound also keeps clock
+# arithmetic on the minute index's scale far from its ends.
+MAX_GRACE_SECONDS = 7 * 86400
+
+
+def parse_grace_seconds(text: str | None, source: str) -> int | None:
+    """'30s', '2m', '1h', '1d' -> seconds above 0, at most MAX_GRACE_SECONDS; None, '' or 'off'
+    -> None (off)."""
+    if text is None or text.strip().lower() in ("", "off"):
+        return None
+    m = re.fullmatch(r"\s*([0-9]{1,12})\s*([smhd])\s*", text.lower())
+    if not m or not 1 <= int(m.group(1)) * _SECOND_UNITS[m.group(2)] <= MAX_GRACE_SECONDS:
+        raise ConfigError(f"{source} takes a whole number of seconds, minutes, hours or days "
+                          f"above 0 such as 30s, 2m or 1h, up to 7d (or 'off'), got {text!r}")
+    return int(m.group(1)) * _SECOND_UNITS[m.group(2)]
+
+
 def parse_kafka_config(items: tuple[str, ...]) -> dict[str, str]:
     """`("security.protocol=SASL_SSL", ...)` -> dict; a bad item is a ConfigError."""
     out: dict[str, str] = {}
