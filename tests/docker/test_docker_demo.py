@@ -319,8 +319,9 @@ def test_the_integration_core_runs_through_testcontainers(demo):
          "tests/integration/test_stack.py", "tests/integration/test_sink_drift.py"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    # Every test of the two files but test_stack.py's two of the embedded stack's own CLI.
     passed = re.search(r"(\d+) passed", proc.stdout)
-    assert passed and int(passed.group(1)) >= 10, proc.stdout[-2000:]
+    assert passed and int(passed.group(1)) >= 8, proc.stdout[-2000:]
 
 
 def test_down_leaves_nothing_running(demo):
