@@ -68,8 +68,9 @@ fetch_jars spark-kafka jvm/spark-kafka "-Dspark.version=$spark_version"
 
 # A class-data-sharing archive for the Spark driver JVM (pipeline/cds.py): seconds off every
 # stage start. Made once per JVM/pyspark/connector jars; without it Spark simply starts slower.
-# It needs only the venv and the jars, so it builds beside the steps below (~37 s of one core on
-# a fresh clone, beside toxiproxy's ~26 s build), and set-up waits for it at its end.
+# It needs only the venv and the jars, so it builds beside the steps below and set-up waits for
+# it at its end: quicker where cores are spare; on 2 cores toxiproxy's build takes both, and
+# a fresh clone's set-up took 125 s against 120 s one after another (2026-11-29).
 .venv/bin/python -m logcount.pipeline.cds_build >/dev/null &
 cds_pid=$!
 
