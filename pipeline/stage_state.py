@@ -99,12 +99,7 @@ class StageState:
             return self._series_change(ranges, by_minute, now_minute, starts, extra_records,
                                        series or {})
         updates = self.totals.merged(by_minute)
-        offsets = {**self.offsets, **(starts or {}), **{r.partition: r.end for r in ranges}}
-        newest = honest_newest(by_minute, now_minute)
-        watermark = self.watermark
-        if newest is not None:  # never past the wall clock: a line hours ahead cannot close now
-            watermark = newest if watermark is None else max(watermark, newest)
-        evict = late_before(watermark, self.horizon_minutes)
+        offsets, watermark, evict = self._moved(ranges, by_minute, now_minute, starts)
         gone: set[int] = set()
         if evict is not None:  # whole hours behind the horizon, held or touched by this batch
             gone = set(self.totals.hours_before(evict))
@@ -126,7 +121,7 @@ class StageState:
         offsets = {**self.offsets, **(starts or {}), **{r.partition: r.end for r in ranges}}
         newest = honest_newest(by_minute, now_minute)
         watermark = self.watermark
-        if newest is not None:
+        if newest is not None:  # never past the wall clock: a line hours ahead cannot close now
             watermark = newest if watermark is None else max(watermark, newest)
         return offsets, watermark, late_before(watermark, self.horizon_minutes)
 
