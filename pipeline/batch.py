@@ -21,6 +21,10 @@ the Spark job, the publisher and the group consumer) and numbers its steps as th
   4. advance   only now, after the commit, does the in-memory state become the change: a batch
                that failed anywhere before leaves it as it was, so planning again is exact.
 
+With --emit-final (pipeline/finals.py) the plan also notes which partitions held input and the
+clock second, the job each partition's newest event minute; between 2 and 3 the closing decision
+is made, and 3b produces the final records of the minutes it closed, in the same transaction.
+
 A step that fails before anything was published raises a `StepFailed` (typed by the step): the
 loop (pipeline/loop.py) backs off and plans again.
 """
@@ -40,6 +44,7 @@ from logcount.core.settings import RunSettings
 from logcount.pipeline import start_facts
 from logcount.pipeline.batch_report import Report
 from logcount.pipeline.crash import CrashPoints
+from logcount.pipeline.finals import Finals, Seen
 from logcount.pipeline.hour_records import minute_index, minute_text
 from logcount.pipeline.job import BatchResult, MalformedRef
 from logcount.pipeline.offsets import (
@@ -171,7 +176,9 @@ class PublishAborted(StepFailed):
 class Plan:
     ranges: list[OffsetRange]
     starts: dict[int, int]  # every partition's start (the state's offsets, moved where needed)
-    commit: bool  # a transaction is due even with no ranges (a repair, new starting points)
+    # a transaction is due even with no ranges (a repair, new starting points, a close)
+    commit: bool
+    seen: Seen | None = None  # --emit-final: what the plan saw (pipeline/finals.py)
 
 
 def transaction(sink: Publisher, records: Sequence[OutRecord], topic: str,
@@ -197,8 +204,8 @@ class BatchRecords:
     """What one batch publishes: the touched minutes' new totals, its DLQ records, and the
     state records (the encoders kept from batch to batch)."""
 
-    def __init__(self, s: RunSettings) -> None:
-        self.s, self.fmt = s, s.line_format
+    def __init__(self, s: RunSettings, finals: Finals | None = None) -> None:
+        self.s, self.fmt, self.finals = s, s.line_format, finals
         self.state_topic = state_topic_name(s.output_topic)
         self.encoder: SeriesEncoder | None = None  # grouped output records
         self.totals_encoder = TotalEncoder(self.fmt.level_label)  # ungrouped ones
@@ -218,6 +225,8 @@ class BatchRecords:
                 ((m, n) for m, _, n in change.outputs(tuples)), minute_text)
         records = [OutRecord(s.output_topic, k, v) for k, v in encoded]
         records += [dlq_record(s.dlq_topic, s.input_topic, ref) for ref in result.malformed]
+        if self.finals is not None:
+            records += self.finals.records(state, change)
         records += [OutRecord(self.state_topic, k, v) for k, v in change.state_records]
         return records
 
@@ -230,7 +239,8 @@ class Batch:
                  clock: Callable[[], float], crash: CrashPoints) -> None:
         self.s, self.cluster, self.compute, self.report = s, cluster, compute, report
         self.clock, self.crash = clock, crash
-        self.records = BatchRecords(s)
+        self.finals = Finals(s) if s.grace_seconds is not None else None
+        self.records = BatchRecords(s, self.finals)
         self.state: StageState
         self.commit_due = False  # restart(): commit before the first batch
         self.pending_records: list[tuple[bytes, bytes | None]] = []  # tombstones from start
@@ -261,9 +271,16 @@ class Batch:
         result = self.count(plan)  # 2
         t1 = self.clock()
         self.crash("after_collect")
+        closing = None
+        if self.finals is not None and plan.seen is not None:
+            # A start's first commit carries the closing state it found or began, and no close:
+            # the final topic then only ever holds records a committed closing state published.
+            closing = self.finals.decide(self.state, plan.seen, result.newest,
+                                         allowed=not self.commit_due)
+            self.backlogged = self.backlogged or self.finals.more
         # 3: the change is computed, not applied, then published in one transaction.
         change = self.state.change(result.ranges, result.counts, _now_minute(), plan.starts,
-                                   self.pending_records, result.series)
+                                   self.pending_records, result.series, closing)
         self.publish(sink, group, result, change)
         t2 = self.clock()
         self.state.advance(change)  # 4: only now, after the commit
@@ -297,7 +314,14 @@ class Batch:
         ranges = plan_ranges(starts, stable, cap)
         if ranges:
             self.report.first_plan(self.clock())
-        return Plan(ranges, starts, bool(moved) or self.commit_due)
+        commit = bool(moved) or self.commit_due
+        seen = None
+        if self.finals is not None:
+            seen = self.finals.seen(starts, stable)
+            # A quiet input: a batch with nothing to read commits when a partition has turned
+            # caught up or the clock closes a minute (one small transaction each).
+            commit = commit or (not ranges and self.finals.due(state, seen))
+        return Plan(ranges, starts, commit, seen)
 
     def check_topics_still_ours(self, stable: dict[int, int]) -> None:
         """While running, what the start check would refuse: an input whose log fell behind the

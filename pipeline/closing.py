@@ -1,5 +1,5 @@
-"""Which minutes close after a batch (the issue "Final minutes", `--emit-final GRACE`; pure,
-not wired yet; docs/architecture.md#closing-minutes-final-minutes-design says how it will be).
+"""Which minutes close after a batch (`--emit-final GRACE`; pure; the batch wires it in
+pipeline/finals.py, docs/architecture.md#closing-minutes says how).
 
 The closing watermark is the oldest of the input partitions' newest event minutes; a partition
 caught up (nothing unread) for at least GRACE stops holding it back, and when every partition is,
@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from logcount.pipeline.hour_records import minute_index, minute_text
-from logcount.pipeline.stage_state import honest_newest
+from logcount.pipeline.watermark import honest_newest
 
-__all__ = ["FACTS_VERSION", "BatchSeen", "Closing", "ClosingFacts", "PartitionFacts",
-           "clock_second", "decide", "second_text", "watermark"]
+__all__ = ["FACTS_VERSION", "BatchSeen", "Closing", "ClosingFacts", "ClosingState",
+           "PartitionFacts", "clock_second", "decide", "second_text", "watermark"]
 
 # Versioned like the state's other records: a later layout is refused by this one, not misread.
 FACTS_VERSION = 1
@@ -105,6 +105,28 @@ class ClosingFacts:
                                            None if since is None else _second_index(since))
         closed = v.get("closed_before")
         return cls(out, None if closed is None else _minute(closed))
+
+
+@dataclass(frozen=True)
+class ClosingState:
+    """What a stage with --emit-final keeps in its progress record: where its finals go, the
+    grace it last closed with (a later start may change it: closes stay closed) and the facts."""
+
+    final_topic: str
+    grace_seconds: int
+    facts: ClosingFacts
+
+    def to_json(self) -> dict[str, object]:
+        return {"final_topic": self.final_topic, "grace_seconds": self.grace_seconds,
+                "facts": self.facts.to_json()}
+
+    @classmethod
+    def from_json(cls, v: object) -> ClosingState:
+        """Inverse of to_json; ValueError on anything it did not write."""
+        if not isinstance(v, dict) or not isinstance(v.get("final_topic"), str) \
+                or type(v.get("grace_seconds")) is not int or v["grace_seconds"] <= 0:
+            raise ValueError("the closing state lacks its final topic or grace")
+        return cls(v["final_topic"], v["grace_seconds"], ClosingFacts.from_json(v.get("facts")))
 
 
 def _minute(text: object) -> int:

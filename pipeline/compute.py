@@ -72,7 +72,7 @@ class SparkCompute:
         try:
             return compute_batch(self.session, s.bootstrap_servers, s.input_topic, ranges,
                                  s.line_format, self.options, s.max_malformed_per_batch,
-                                 late_before)
+                                 late_before, newest=s.grace_seconds is not None)
         except SPARK_ERRORS as exc:
             raise job_error(exc) from exc
 

@@ -107,17 +107,38 @@ class BatchResult:
     ranges: list[OffsetRange] = field(default_factory=list)  # possibly cut short (see above)
     records: int = 0  # records read in the (final) ranges: counted, other levels, malformed
     continuation: int = 0  # of them, continuation lines (--continuation-lines skip)
+    # --emit-final: partition -> the newest event minute of its lines with a valid time (any
+    # level) in the ranges; only partitions that had one
+    newest: dict[int, int] = field(default_factory=dict)
 
 
 class _PlanColumns(NamedTuple):
     keys: tuple  # the aggregation's grouping keys
-    n: object  # the one aggregate, count(1) AS n
+    n: object  # the first aggregate, count(1) AS n
+    masks: tuple  # --emit-final: which partitions' lines a group holds (mask_columns)
     window: object  # malformed refs numbered per partition by offset (None: no bound)
     keep: object  # the filter on that number (None: no bound)
 
 
+# --emit-final's newest minute per partition rides on the same aggregation: each group of
+# lines with a valid time ORs one bit per partition it holds (64 partitions a long), and the
+# driver takes each partition's newest minute from the few rows. No partition key: grouping
+# by (partition, minute) grew the aggregate with the partitions (docs/tuning.md#aggregation-keys).
+MASK_BITS = 64
+
+
+def mask_columns(words: int) -> tuple[str, ...]:
+    """The names of the partition mask aggregates (pm0 covers partitions 0-63, ...)."""
+    return tuple(f"pm{i}" for i in range(words))
+
+
+def mask_words(ranges: Sequence[OffsetRange]) -> int:
+    """How many mask longs the ranges' partitions need."""
+    return max((r.partition for r in ranges), default=0) // MASK_BITS + 1
+
+
 def batch_frame(df, fmt: LineFormat, malformed_per_partition: int | None,
-                late_before: int | None = None):
+                late_before: int | None = None, newest_words: int = 0):
     """Kafka rows (partition, offset, value) -> the batch's aggregate, as one Spark plan.
 
     One scan, one aggregation: a counted line is grouped under its minute, a valid line of
@@ -131,17 +152,19 @@ def batch_frame(df, fmt: LineFormat, malformed_per_partition: int | None,
     bad_offset, reason, raw, len, the --group-by values d0, d1, ... of counted lines (so the
     executors count per series and only the small counts come back), n, rn (numbered); with
     --continuation-lines skip also cont (true on the group of continuation lines, else null).
+    With `newest_words` (--emit-final) a valid line of another level keeps its minute too, under
+    `other` (true), and every group ORs the bits of its partitions into pm0, pm1, ...
     Every per-line step is a built-in expression (logcount/formats/spark.py: JVM code generation, no
     Python per line).
     """
     from pyspark import SparkContext
 
     c = _plan_columns(SparkContext._active_spark_context, fmt, malformed_per_partition,
-                      late_before)
+                      late_before, newest_words)
     # The dimension values are cut to their bytes after the aggregation, on its few rows
     # (formats/spark.py _dims); rows whose cut values meet are summed by batch_result. The cut
     # and rn are one step: each step is analysed whole. Figures: docs/tuning.md#plan-steps
-    agg = line_frame(df, fmt, cut=False).groupBy(*c.keys).agg(c.n)
+    agg = line_frame(df, fmt, cut=False).groupBy(*c.keys).agg(c.n, *c.masks)
     width = len(fmt.group_by)
     if c.window is None:  # no rn: one step less for an ungrouped batch, the usual caught-up one
         return cut_dims(agg, width)
@@ -153,7 +176,7 @@ def batch_frame(df, fmt: LineFormat, malformed_per_partition: int | None,
 # SparkContext: a new session never gets another's columns. Figures: docs/tuning.md#plan-columns
 @functools.lru_cache(maxsize=16)
 def _plan_columns(context, fmt: LineFormat, malformed_per_partition: int | None,
-                  late_before: int | None) -> _PlanColumns:
+                  late_before: int | None, newest_words: int = 0) -> _PlanColumns:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -167,13 +190,21 @@ def _plan_columns(context, fmt: LineFormat, malformed_per_partition: int | None,
         reason = F.when(late, F.lit(REASON_LATE)).otherwise(reason)
     bad = reason.isNotNull()
     counted = ~bad & F.col("counted")
+    timed = counted  # the lines whose minute is a key
+    masks: tuple = ()
+    if newest_words:
+        timed = ~bad & (F.col("minute").isNotNull() | F.col("mi").isNotNull())
+        p = F.col("p")
+        masks = tuple(F.bit_or(F.when(timed & (p >= MASK_BITS * i) & (p < MASK_BITS * (i + 1)),
+                                      F.expr(f"shiftleft(1L, p - {MASK_BITS * i})")))
+                      .alias(name) for i, name in enumerate(mask_columns(newest_words)))
     # Every key is a grouping key and count() the only aggregate, so Spark keeps the fast hash
     # aggregation. Only a malformed line keeps its partition: grouped by (partition, minute) the
     # aggregate grew with the partition count. Figures: docs/tuning.md#aggregation-keys
     keys: tuple = (
         F.when(bad, F.col("p")).alias("p"),
-        F.when(counted, F.col("minute")).alias("minute"),
-        F.when(counted, F.col("mi")).alias("mi"),
+        F.when(timed, F.col("minute")).alias("minute"),
+        F.when(timed, F.col("mi")).alias("mi"),
         F.when(bad, F.col("offset")).alias("bad_offset"),
         reason.alias("reason"),
         F.when(bad, F.substring("value", 1, RAW_PREFIX_BYTES)).alias("raw"),
@@ -182,12 +213,14 @@ def _plan_columns(context, fmt: LineFormat, malformed_per_partition: int | None,
     )
     if fmt.continuation == "skip":
         keys += (F.when(F.col("cont"), F.lit(True)).alias("cont"),)
+    if newest_words:
+        keys += (F.when(timed & ~counted, F.lit(True)).alias("other"),)
     n = F.count(F.lit(1)).alias("n")
     if malformed_per_partition is None:
-        return _PlanColumns(keys, n, None, None)
+        return _PlanColumns(keys, n, masks, None, None)
     w = Window.partitionBy("p", F.col("bad_offset").isNull()).orderBy("bad_offset")
     keep = F.col("bad_offset").isNull() | (F.col("rn") <= malformed_per_partition + 1)
-    return _PlanColumns(keys, n, F.row_number().over(w), keep)
+    return _PlanColumns(keys, n, masks, F.row_number().over(w), keep)
 
 
 # How long the broker may hold an executor consumer's fetch that finds no new record (Java
@@ -241,7 +274,7 @@ def _read(spark, options: Mapping[str, str]):
 def batch_plan(spark, bootstrap: str, topic: str, ranges: Sequence[OffsetRange],
                fmt: LineFormat, kafka_options: Mapping[str, str],
                malformed_per_partition: int | None, late_before: int | None,
-               tasks: int | None):
+               tasks: int | None, newest_words: int = 0):
     """The batch's frame over `ranges` (batch_frame's), read by `tasks` tasks (None: one per
     range). Its analysed plan is built once per shape and reused with only the offsets replaced
     (pipeline/plan_reuse.py)."""
@@ -251,9 +284,9 @@ def batch_plan(spark, bootstrap: str, topic: str, ranges: Sequence[OffsetRange],
         df = _read(spark, options)
         if tasks is not None:
             df = df.coalesce(tasks)
-        return batch_frame(df, fmt, malformed_per_partition, late_before)
+        return batch_frame(df, fmt, malformed_per_partition, late_before, newest_words)
 
-    shape = (fmt, malformed_per_partition, late_before, tasks)
+    shape = (fmt, malformed_per_partition, late_before, tasks, newest_words)
     return plan_reuse.frame(spark, shape, options, build)
 
 
@@ -262,16 +295,19 @@ def compute_batch(spark, bootstrap: str, topic: str, ranges: Sequence[OffsetRang
                   kafka_options: Mapping[str, str] | None = None,
                   max_malformed: int = MAX_MALFORMED_PER_BATCH,
                   late_before: int | None = None,
-                  single_task_max: int = SINGLE_TASK_MAX_RECORDS) -> BatchResult:
+                  single_task_max: int = SINGLE_TASK_MAX_RECORDS,
+                  newest: bool = False) -> BatchResult:
     """Run the batch's Spark job; return counts, malformed references and the final ranges.
 
     `late_before` (a minute index or None): counted lines of earlier minutes are late.
+    `newest` (--emit-final): the result holds each partition's newest event minute too.
     Ranges of at most `single_task_max` offsets in all are one task (see SINGLE_TASK_MAX_RECORDS),
     and many ranges a few tasks (TASKS_PER_CORE); the result is the same either way."""
     if not ranges:
         return BatchResult()
     per_part = max(1, max_malformed // len(ranges))
     parallelism = spark.sparkContext.defaultParallelism
+    words = mask_words(ranges) if newest else 0
 
     def numbered(rs: Sequence[OffsetRange]) -> bool:
         # A range no longer than its share cannot hold more malformed lines than the share, so it
@@ -282,7 +318,8 @@ def compute_batch(spark, bootstrap: str, topic: str, ranges: Sequence[OffsetRang
     def aggregate(rs: Sequence[OffsetRange]) -> list:
         shape = batch_shape(rs, parallelism, single_task_max)
         frame = batch_plan(spark, bootstrap, topic, rs, fmt, kafka_options or {},
-                           per_part if numbered(rs) else None, late_before, shape.tasks)
+                           per_part if numbered(rs) else None, late_before, shape.tasks,
+                           words)
         with projections(spark, interpreted=shape.interpreted):
             return frame.collect()
 
@@ -296,7 +333,7 @@ def compute_batch(spark, bootstrap: str, topic: str, ranges: Sequence[OffsetRang
     if cut:
         again = [r for r in final if r.size > 0]
         rows = aggregate(again) if again else []
-    return batch_result(rows, final, len(fmt.group_by))
+    return batch_result(rows, final, len(fmt.group_by), words)
 
 
 # A fast-path minute's text -> its index, kept between batches (a caught-up batch's rows touch
@@ -306,15 +343,17 @@ _MINUTE_OF: dict[bytes, int] = {}
 
 
 def batch_result(rows: Sequence[Mapping], ranges: Sequence[OffsetRange],
-                 width: int = 0) -> BatchResult:
+                 width: int = 0, newest_words: int = 0) -> BatchResult:
     """The collected aggregate rows of batch_frame -> BatchResult (pure); `width`: how many
-    --group-by dimensions the rows carry."""
+    --group-by dimensions the rows carry; `newest_words`: partition mask columns (--emit-final)."""
     result = BatchResult(ranges=list(ranges))
-    names = ("n", "cont", "bad_offset", "p", "reason", "raw", "len", "minute", "mi",
-             *dim_columns(width))
+    names = ("n", "cont", "bad_offset", "p", "reason", "raw", "len", "minute", "mi", "other",
+             *mask_columns(newest_words), *dim_columns(width))
     malformed = []
     texts = _MINUTE_OF
-    for n, cont, bad, p, reason, raw, length, fast, mi, *dims in _columns(rows, names):
+    newest = result.newest
+    for n, cont, bad, p, reason, raw, length, fast, mi, other, *rest in _columns(rows, names):
+        masks, dims = rest[:newest_words], rest[newest_words:]
         result.records += n
         if cont:
             result.continuation += n
@@ -330,12 +369,27 @@ def batch_result(rows: Sequence[Mapping], ranges: Sequence[OffsetRange],
                     if len(texts) >= _MINUTES_HELD:
                         texts.clear()
                     minute = texts[fast] = minute_index(fast.decode("ascii"))
+            for word, mask in enumerate(masks):
+                for part in _bits(mask, word):
+                    if minute > newest.get(part, minute - 1):
+                        newest[part] = minute
+            if other:  # a line of another level: its time only
+                continue
             result.counts[minute] = result.counts.get(minute, 0) + n
             if width:
                 cells = result.series.setdefault(tuple(dims), {})
                 cells[minute] = cells.get(minute, 0) + n
     result.malformed = sorted(malformed, key=lambda m: (m.partition, m.offset))
     return result
+
+
+def _bits(mask: int | None, word: int) -> list[int]:
+    """The partitions a mask long names (bit i of word w: partition w * MASK_BITS + i; Spark's
+    long is signed, so bit 63 reads negative)."""
+    if not mask:
+        return []
+    mask &= (1 << MASK_BITS) - 1
+    return [word * MASK_BITS + i for i in range(MASK_BITS) if mask >> i & 1]
 
 
 def _columns(rows: Sequence[Mapping], names: tuple[str, ...]):

@@ -3,36 +3,19 @@ computed before the batch's transaction; `advance()`, applied once it committed)
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from logcount.pipeline.closing import ClosingState
 from logcount.pipeline.hour_records import encode_hour, hour_key
 from logcount.pipeline.offsets import OffsetRange
 from logcount.pipeline.series import SeriesTotals, encode_name, name_key
 from logcount.pipeline.state_identity import Identity
 from logcount.pipeline.state_records import PROGRESS_KEY, ProgressRecord
 from logcount.pipeline.totals import Totals
+from logcount.pipeline.watermark import FUTURE_SLACK_MINUTES, honest_newest, late_before
 
 __all__ = ["FUTURE_SLACK_MINUTES", "Change", "StageState", "honest_newest", "late_before"]
-
-# Timestamps carry no zone, so a line may honestly be up to a day ahead of the UTC wall clock. A
-# minute beyond now + this never advances the watermark, nor does any minute move it past the wall
-# clock: one bogus future timestamp (year 2099, or tomorrow) cannot make every other line late.
-FUTURE_SLACK_MINUTES = 24 * 60
-
-
-def honest_newest(minutes: Iterable[int], now_minute: int) -> int | None:
-    """The newest of `minutes` that may move a watermark, capped at the wall clock's minute;
-    None when none may (empty, or every one beyond now + FUTURE_SLACK_MINUTES)."""
-    honest = [m for m in minutes if m <= now_minute + FUTURE_SLACK_MINUTES]
-    return min(max(honest), now_minute) if honest else None
-
-
-def late_before(watermark: int | None, horizon_minutes: int | None) -> int | None:
-    """The first minute that is not late, or None when nothing is (no horizon, no watermark)."""
-    if horizon_minutes is None or watermark is None:
-        return None
-    return watermark - horizon_minutes
 
 
 @dataclass(frozen=True)
@@ -52,6 +35,7 @@ class Change:
     overflow_lines: int = 0
     widest: str | None = None  # the dimension with the most distinct values, on overflow
     series_lines: dict[int, int] = field(default_factory=dict)  # series id -> lines this batch
+    closing: ClosingState | None = None  # --emit-final: the closing state once committed
 
     def outputs(self, tuples: Mapping[int, tuple[str, ...]]
                 ) -> list[tuple[int, tuple[str, ...], int]]:
@@ -68,7 +52,8 @@ class StageState:
 
     def __init__(self, identity: Identity, offsets: Mapping[int, int], totals: Totals,
                  watermark: int | None = None, horizon_minutes: int | None = None,
-                 closed_before: int | None = None, series: SeriesTotals | None = None) -> None:
+                 closed_before: int | None = None, series: SeriesTotals | None = None,
+                 closing: ClosingState | None = None) -> None:
         self.identity = identity
         self.series = series  # with --group-by: the per-series totals (then totals stays empty)
         self.offsets = dict(offsets)
@@ -76,28 +61,35 @@ class StageState:
         self.watermark = watermark
         self.horizon_minutes = horizon_minutes
         self.closed_before = closed_before
+        self.closing = closing  # --emit-final's (pipeline/closing.py)
 
     def late_before(self) -> int | None:
         """The first minute a line may count for: the horizon's, and never before the minutes
-        an earlier eviction closed (a wider or removed horizon cannot reopen them)."""
+        an earlier eviction closed (a wider or removed horizon cannot reopen them) nor before
+        those --emit-final closed (closed is closed)."""
+        final = None if self.closing is None else self.closing.facts.closed_before
         bounds = [b for b in (late_before(self.watermark, self.horizon_minutes),
-                              self.closed_before) if b is not None]
+                              self.closed_before, final) if b is not None]
         return max(bounds) if bounds else None
 
     def change(self, ranges: Sequence[OffsetRange], counts: Mapping[int, int],
                now_minute: int, starts: Mapping[int, int] | None = None,
                extra_records: Sequence[tuple[bytes, bytes | None]] = (),
-               series: Mapping[tuple[str, ...], Mapping[int, int]] | None = None) -> Change:
+               series: Mapping[tuple[str, ...], Mapping[int, int]] | None = None,
+               closing: ClosingState | None = None) -> Change:
         """The batch's effect: new totals of the minutes it touched, offsets at the ranges' ends
         (`starts`, where given, for partitions the batch did not read: moved or new ones),
         the watermark moved by the minutes it counted (never past the wall clock, and not at all
         by a minute beyond now + FUTURE_SLACK_MINUTES),
         hours that fell behind the horizon evicted, and the state records that say all this.
-        With --group-by, `series` holds the counts per tuple (`counts` their sums)."""
+        With --group-by, `series` holds the counts per tuple (`counts` their sums).
+        `closing`: --emit-final's state after this batch (pipeline/finals.py), kept as it was
+        when None."""
         by_minute = {m: n for m, n in counts.items() if n}
+        closing = closing or self.closing
         if self.series is not None:
             return self._series_change(ranges, by_minute, now_minute, starts, extra_records,
-                                       series or {})
+                                       series or {}, closing)
         updates = self.totals.merged(by_minute)
         offsets, watermark, evict = self._moved(ranges, by_minute, now_minute, starts)
         gone: set[int] = set()
@@ -112,9 +104,10 @@ class StageState:
         closed = self.closed_before
         if gone:
             closed = max(closed or 0, max(gone) * 60 + 60)
-        progress = ProgressRecord(self.identity, offsets, watermark, closed)
+        progress = ProgressRecord(self.identity, offsets, watermark, closed, closing)
         records.append((PROGRESS_KEY, progress.encode()))
-        return Change(updates, offsets, watermark, evict if gone else None, records, closed)
+        return Change(updates, offsets, watermark, evict if gone else None, records, closed,
+                      closing=closing)
 
     def _moved(self, ranges, by_minute, now_minute, starts):
         """Offsets and watermark after a batch, and the minute before which hours leave."""
@@ -126,7 +119,7 @@ class StageState:
         return offsets, watermark, late_before(watermark, self.horizon_minutes)
 
     def _series_change(self, ranges, by_minute, now_minute, starts, extra_records,
-                       counts) -> Change:
+                       counts, closing) -> Change:
         """change() with --group-by: per-series cells, and the names of new tuples."""
         assert self.series is not None
         st = self.series
@@ -141,11 +134,12 @@ class StageState:
         gone = last_gone is not None
         if last_gone is not None:
             closed = max(closed or 0, last_gone * 60 + 60)
-        progress = ProgressRecord(self.identity, offsets, watermark, closed)
+        progress = ProgressRecord(self.identity, offsets, watermark, closed, closing)
         records.append((PROGRESS_KEY, progress.encode()))
         return Change({}, offsets, watermark, evict if gone else None, records, closed,
                       updates, got.new_names, got.overflow_lines, got.widest,
-                      {sid: sum(by_min.values()) for sid, by_min in got.counts.items()})
+                      {sid: sum(by_min.values()) for sid, by_min in got.counts.items()},
+                      closing)
 
     def cells(self) -> int:
         """The (minute, series) totals held: minutes without --group-by."""
@@ -161,5 +155,6 @@ class StageState:
         self.offsets = dict(change.offsets)
         self.watermark = change.watermark
         self.closed_before = change.closed_before
+        self.closing = change.closing
         if change.evict_before is not None:
             self.totals.evict_hours_before(change.evict_before)

@@ -34,7 +34,8 @@ def wanted(s: RunSettings) -> Wanted:
     """What a start with these settings is configured to do."""
     fmt = s.line_format
     return Wanted(s.input_topic, s.output_topic, fmt.level_label, s.delivery == "exactly-once",
-                  s.starting_offsets, s.horizon_minutes, counting_settings(fmt))
+                  s.starting_offsets, s.horizon_minutes, counting_settings(fmt),
+                  s.final_topic_name, s.grace_seconds, s.emit_final)
 
 
 def read_table(adm: AdminClient, s: RunSettings) -> dict[bytes, bytes]:
@@ -59,7 +60,8 @@ def gather(adm: AdminClient, s: RunSettings, consumer: Consumer,
         output_topic_id=ids[s.output_topic] or NO_TOPIC,
         earliest=kafka_io.list_offsets(adm, s.input_topic, parts, OffsetSpec.earliest()),
         latest=kafka_io.list_offsets(adm, s.input_topic, parts, OffsetSpec.latest()),
-        group=kafka_io.committed_offsets(consumer, s.input_topic, parts))
+        group=kafka_io.committed_offsets(consumer, s.input_topic, parts),
+        final_records=_final_records(adm, s.final_topic_name))
     log = (0, 0)
     compaction = None
     if not created:
@@ -76,3 +78,12 @@ def gather(adm: AdminClient, s: RunSettings, consumer: Consumer,
                 except ConfigError as exc:
                     compaction = str(exc)
     return Facts(got, parts, facts, log, compaction)
+
+
+def _final_records(adm: AdminClient, topic: str | None) -> int:
+    """The offsets in the final topic (0 when it is missing or empty, or without --emit-final):
+    a start refuses a state that closed nothing into a final topic that holds records."""
+    parts = kafka_io.partitions_of(adm, topic) if topic is not None else None
+    if not parts or topic is None:
+        return 0
+    return sum(kafka_io.list_offsets(adm, topic, parts, OffsetSpec.latest()).values())

@@ -74,6 +74,9 @@ class Wanted:
     starting_offsets: str = "earliest"
     horizon_minutes: int | None = None
     counting: tuple[tuple[str, str], ...] = ()  # Identity.counting
+    final_topic: str | None = None  # --emit-final: where finals go (None: minutes not closed)
+    grace_seconds: int | None = None
+    emit_final: str | None = None  # the flag's text, for the operator's lines
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "counting", schema_names(self.counting))

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from logcount.core.errors import StateRefused
+from logcount.pipeline.closing import ClosingState
 from logcount.pipeline.hour_records import minute_index, minute_text, parse_hour_key
 from logcount.pipeline.series import (
     cell_key,
@@ -43,9 +44,13 @@ class ProgressRecord:
     # Minutes before this were evicted (--lateness-horizon): closed for good, whatever a later
     # start's horizon says, since their totals are no longer known.
     closed_before: int | None = None
+    # --emit-final's: the final topic, the grace and the closing facts (pipeline/closing.py).
+    # Absent without the flag, so such a record stays byte for byte what it was.
+    closing: ClosingState | None = None
 
     def encode(self) -> bytes:
         i = self.identity
+        more = {} if self.closing is None else {"closing": self.closing.to_json()}
         return json.dumps({
             "format": FORMAT, "input_topic": i.input_topic, "input_topic_id": i.input_topic_id,
             "output_topic": i.output_topic, "output_topic_id": i.output_topic_id,
@@ -54,6 +59,7 @@ class ProgressRecord:
             "watermark": None if self.watermark is None else minute_text(self.watermark),
             "closed_before": (None if self.closed_before is None
                               else minute_text(self.closed_before)),
+            **more,
         }, separators=(",", ":")).encode()
 
     @classmethod
@@ -72,9 +78,10 @@ class ProgressRecord:
                          v["output_topic_id"], v["level"],
                          tuple(sorted((str(k), str(x)) for k, x in counting.items())))
         wm, closed = v.get("watermark"), v.get("closed_before")
+        closing = None if v.get("closing") is None else ClosingState.from_json(v["closing"])
         return cls(ident, {int(p): int(o) for p, o in v["offsets"].items()},
                    None if wm is None else minute_index(wm),
-                   None if closed is None else minute_index(closed))
+                   None if closed is None else minute_index(closed), closing)
 
 
 def claim_value(instance: str, host: str, pid: int, at: str) -> bytes:

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from logcount.core.errors import StateRefused
+from logcount.pipeline.closing import ClosingFacts, ClosingState
 from logcount.pipeline.hour_records import hour_key
 from logcount.pipeline.series import SeriesTotals, cell_key
 from logcount.pipeline.stage_state import StageState
@@ -26,6 +27,7 @@ class StartFacts:
     earliest: dict[int, int]  # input log start per partition
     latest: dict[int, int]  # input last stable offset per partition
     group: dict[int, int]  # the group's committed offsets (partitions without one left out)
+    final_records: int = 0  # --emit-final: offsets in the final topic (0: empty or missing)
 
 
 @dataclass
@@ -98,7 +100,10 @@ def check_start(progress: ProgressRecord | None, hours: Mapping[int, bytes], fac
     if progress is None:
         # Hour records without a progress record (it was deleted): stale, never to be loaded.
         tombstones = sorted(set(tombstones) | {hour_key(h) for h in hours} | set(series.keys()))
-        return _fresh_or_recount(ident, facts, want, warnings, tombstones, read_before)
+        start = _fresh_or_recount(ident, facts, want, warnings, tombstones, read_before)
+        start.state.closing = closing_at_start(None, facts, want, warnings)
+        return start
+    closing = closing_at_start(progress.closing, facts, want, warnings)
 
     offsets = dict(progress.offsets)
     must_commit = False
@@ -147,13 +152,63 @@ def check_start(progress: ProgressRecord | None, hours: Mapping[int, bytes], fac
                            f"({exc}); restore the state topic, or recount into a new "
                            f"--output-topic") from None
     state = StageState(ident, offsets, totals, progress.watermark, want.horizon_minutes,
-                       progress.closed_before, by_series)
+                       progress.closed_before, by_series, closing)
+    # A closing state new to this start is committed before any batch closes a minute
+    # (pipeline/finals.py): a final topic's records are then always those of a closing state.
+    must_commit = must_commit or (closing is not None and progress.closing is None)
     records: list[tuple[bytes, bytes | None]] = []
     if by_series is not None and series.cells:  # the first layout: rewritten as chunks at once
         records = by_series.all_chunk_records()
         tombstones = sorted(set(tombstones) | {cell_key(*c) for c in series.cells})
         must_commit = True
     return Start(state, warnings, must_commit, tombstones, records)
+
+
+def closing_at_start(old: ClosingState | None, facts: StartFacts, want: Wanted,
+                     warnings: list[str]) -> ClosingState | None:
+    """--emit-final against the state's closing state (the identity rule of final records).
+
+    Allowed: turning it on (a state without closing, a final topic with nothing in it), and
+    another GRACE (closed minutes stay closed, later ones close with the new one). Refused:
+    turning it off (late lines would change minutes published as final), another final topic
+    (its minutes would be missing there, or repeated), and a final topic that already holds
+    records the state knows nothing of (a recount, another stage's: finals twice)."""
+    if want.final_topic is None or want.grace_seconds is None:
+        if old is not None:
+            raise StateRefused(
+                f"output topic {want.output_topic} closes minutes into final topic "
+                f"{old.final_topic} (--emit-final {_grace(old.grace_seconds)}), this start has "
+                f"no --emit-final: lines of closed minutes would change totals already "
+                f"published as final; pass --emit-final, or use a new --output-topic")
+        return None
+    if old is None:
+        if facts.final_records:
+            raise StateRefused(
+                f"final topic {want.final_topic} already holds {facts.final_records} offsets, "
+                f"but the state of output topic {want.output_topic} has closed nothing into it "
+                f"(a recount, or another stage's topic): its final records would be published "
+                f"twice; use a new --final-topic")
+        return ClosingState(want.final_topic, want.grace_seconds, ClosingFacts({}))
+    if old.final_topic != want.final_topic:
+        raise StateRefused(
+            f"output topic {want.output_topic} closes minutes into final topic "
+            f"{old.final_topic}, this start has --final-topic {want.final_topic}: the minutes "
+            f"closed so far would be missing there; keep {old.final_topic}, or use a new "
+            f"--output-topic (and group) to close into {want.final_topic}")
+    if old.grace_seconds != want.grace_seconds:
+        warnings.append(
+            f"--emit-final changed from {_grace(old.grace_seconds)} to "
+            f"{want.emit_final or _grace(want.grace_seconds)}: the minutes closed so far stay "
+            f"closed, the next close with the new grace")
+    return ClosingState(old.final_topic, want.grace_seconds, old.facts)
+
+
+def _grace(seconds: int) -> str:
+    """Seconds as GRACE is written: the largest whole unit."""
+    for unit, n in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds % n == 0:
+            return f"{seconds // n}{unit}"
+    return f"{seconds}s"
 
 
 def _fresh_or_recount(ident: Identity, facts: StartFacts, want: Wanted, warnings: list[str],

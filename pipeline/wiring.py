@@ -49,6 +49,17 @@ class KafkaCluster:
         _require_compacted(adm, state, "state")
         kafka_io.ensure_topic(adm, s.dlq_topic, s.dlq_partitions,
                               {"retention.ms": DLQ_RETENTION_MS}, rf)
+        final = s.final_topic_name
+        if final is not None:
+            # Append-only: a minute's records share its key, which compaction would cut to one.
+            # One partition: a minute's records and every minute in order (output_partitions'
+            # reasoning: a transaction pays per partition written).
+            kafka_io.ensure_topic(adm, final, 1, {"cleanup.policy": "delete"}, rf)
+            policy = kafka_io.topic_config(adm, final).get("cleanup.policy", "")
+            if "compact" in policy:
+                raise StateRefused(f"final topic {final} has cleanup.policy={policy!r}: "
+                                   f"compaction would keep one record per minute of its "
+                                   f"series; it must be 'delete' (append-only)")
 
     def input_partitions(self) -> list[int]:
         return kafka_io.partitions_of(self.admin, self.s.input_topic) or []

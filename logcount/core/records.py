@@ -6,6 +6,10 @@
             value) and the value adds `"dims": {"NAME": "v1", ...}`, that series' total
     DLQ     key: `topic/partition/offset` of the line; value: where it was, why, and its first
             bytes as base64 and as text
+    final   (--emit-final) key: the window's start `YYYY-MM-DD HH:MM:00` for every record of the
+            window, so they keep their order; value: a series' final total, as the output's
+            plus `"final": true` and the window (`window_start`, `window_end`, `grace`), or,
+            last, the window's closed record (`"closed": true`, `series`, `log_count`: lines)
 
 The driver encodes them; the sink, the bench and the tests decode them with the same functions.
 """
@@ -150,6 +154,49 @@ def decode_total(value: bytes) -> MinuteTotal:
                            tuple((str(k), str(x)) for k, x in dims.items()))
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"not an output record: {exc!r}") from exc
+
+
+@dataclass(frozen=True)
+class FinalRecord:
+    """One final topic record: a series' final total of a window, or (`closed`) the record that
+    says the window is closed, with how many series records came before it and their lines."""
+
+    window_start: str  # 'YYYY-MM-DD HH:MM:00'
+    window_end: str
+    grace: str  # the --emit-final it closed with, as written ('1m')
+    level: str
+    count: int  # the series' total, or, closed, the window's lines
+    dims: tuple[tuple[str, str], ...] = ()
+    closed: bool = False
+    series: int = 0  # closed: the series records of the window
+
+
+def encode_final(r: FinalRecord) -> tuple[bytes, bytes]:
+    value: dict = {"log_time": r.window_start, "log_count": r.count, "level": r.level}
+    if r.dims:
+        value["dims"] = dict(r.dims)
+    value.update({"final": True, "window_start": r.window_start, "window_end": r.window_end,
+                  "grace": r.grace})
+    if r.closed:
+        value.update({"closed": True, "series": r.series})
+    return r.window_start.encode(), _UNESCAPED.encode(value).encode()
+
+
+def decode_final(value: bytes) -> FinalRecord:
+    """A final topic record's value; ValueError when it is not one."""
+    try:
+        v = json.loads(value)
+        if v.get("final") is not True:
+            raise TypeError("no \"final\": true")
+        dims = v.get("dims") or {}
+        if not isinstance(dims, dict):
+            raise TypeError("dims is not an object")
+        return FinalRecord(str(v["window_start"]), str(v["window_end"]), str(v["grace"]),
+                           str(v.get("level", "")), int(v["log_count"]),
+                           tuple((str(k), str(x)) for k, x in dims.items()),
+                           v.get("closed") is True, int(v.get("series", 0)))
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"not a final record: {exc!r}") from exc
 
 
 def encode_dead_letter(d: DeadLetter) -> tuple[bytes, bytes]:

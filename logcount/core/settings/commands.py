@@ -21,7 +21,12 @@ from logcount.core.settings.framework import (
     set_derived,
 )
 from logcount.core.settings.groups import CountingFields, KafkaClientFields, ServiceFields
-from logcount.core.settings.values import MySQLUrl, mask_url, parse_duration_minutes
+from logcount.core.settings.values import (
+    MySQLUrl,
+    mask_url,
+    parse_duration_minutes,
+    parse_grace_seconds,
+)
 from logcount.formats.catalogue import DIMENSIONS, SHAPES, check_group_by
 from logcount.formats.spec import DEFAULT_MAX_SERIES, FormatError, parse_group_by
 
@@ -32,6 +37,7 @@ DEMO_DIMENSIONS = {"service": "key", "host": "host.name", "namespace": "kubernet
                    "container": "kubernetes.container.name", "pod": "kubernetes.pod.name",
                    "level": "level"}
 MYSQL_NAME_MAX = 64
+FINAL_SUFFIX = "-final"  # --final-topic's default: the output topic's name plus this
 _TABLE = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 
 
@@ -55,7 +61,8 @@ class RunSettings(ServiceFields, CountingFields, KafkaClientFields):
                   "input_partitions", "output_partitions", "dlq_partitions",
                   "max_malformed_per_batch", "startup_timeout", "metrics_port",
                   "health_stall_seconds", "refusal_hold_seconds", "replication_factor",
-                  "lateness_horizon", "client_config", "kafka_config")
+                  "lateness_horizon", "emit_final", "final_topic", "client_config",
+                  "kafka_config")
 
     input_topic: str = field(default="logs", metadata=opt("topic of raw log lines"))
     output_topic: str = field(
@@ -149,7 +156,21 @@ class RunSettings(ServiceFields, CountingFields, KafkaClientFields):
                      "memory (default: off, every line counts)", metavar="DURATION"),
     )
 
+    emit_final: str | None = field(
+        default=None,
+        metadata=opt("publish each minute's final total once, to --final-topic, when it closes: "
+                     "once the input's event time (the oldest of its partitions' newest, a "
+                     "partition caught up this long no longer holding it) is this far past the "
+                     "minute's end, or, with every partition caught up this long, the wall clock "
+                     "(UTC) is; a counted line of a closed minute then goes to the DLQ as 'late' "
+                     "(e.g. 30s, 2m, 1h; default: off)", metavar="GRACE"))
+    final_topic: str | None = field(
+        default=None,
+        metadata=opt("with --emit-final: the append-only topic of final records (default: "
+                     "OUTPUT_TOPIC-final)", metavar="TOPIC"))
+
     horizon_minutes: int | None = derived()  # --lateness-horizon in minutes (None: off)
+    grace_seconds: int | None = derived()  # --emit-final in seconds (None: off)
 
     @property
     def txn_id(self) -> str:
@@ -173,10 +194,39 @@ class RunSettings(ServiceFields, CountingFields, KafkaClientFields):
         self.parse_kafka_client()
         set_derived(self, "horizon_minutes",
                     parse_duration_minutes(self.lateness_horizon, "--lateness-horizon"))
+        self._check_emit_final()
         if self.min_batch_interval >= self.health_stall_seconds:
             # /healthz would call a paced stage with lag stalled between two of its batches
             raise ConfigError(f"--min-batch-interval ({self.min_batch_interval:g} s) must be "
                               f"below --health-stall-seconds ({self.health_stall_seconds:g} s)")
+
+
+    @property
+    def final_topic_name(self) -> str | None:
+        """The final topic in use (--emit-final), or None when minutes are not closed."""
+        if self.grace_seconds is None:
+            return None
+        return self.final_topic or self.output_topic + FINAL_SUFFIX
+
+    def _check_emit_final(self) -> None:
+        set_derived(self, "grace_seconds",
+                    parse_grace_seconds(self.emit_final, "--emit-final"))
+        if self.grace_seconds is None:
+            if self.final_topic is not None:
+                raise ConfigError("--final-topic needs --emit-final GRACE")
+            return
+        final = self.final_topic_name
+        taken = {self.input_topic, self.output_topic, self.dlq_topic,
+                 self.output_topic + "-state"}
+        if final in taken:
+            raise ConfigError(f"--final-topic {final} is already the input, output, DLQ or state "
+                              f"topic; it must be a topic of its own")
+        if self.horizon_minutes is not None and self.grace_seconds >= self.horizon_minutes * 60:
+            # Minutes leave memory at the horizon: one evicted before it closed would have no
+            # final total to publish.
+            raise ConfigError(f"--emit-final {self.emit_final} must be shorter than "
+                              f"--lateness-horizon {self.lateness_horizon}: minutes leave "
+                              f"memory at the horizon, before they could close")
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)

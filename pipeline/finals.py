@@ -1,0 +1,161 @@
+"""`--emit-final GRACE` in the batch (pipeline/batch.py): what the plan saw, the closing decision
+(pipeline/closing.py's `decide`, pure) and the final records of the minutes it closed, published
+in the batch's own transaction beside the totals and the state that remembers the close.
+
+  plan     each input partition: whether its range held offsets; the clock second, once
+  compute  the job returns each partition's newest event minute (pipeline/job.py)
+  decide   the new closing state: per-partition facts and the first minute not yet final
+  records  for every minute closed, one record per series that counted a line (without
+           --group-by: the total, zero included) and then the minute's closed record
+
+A quiet input runs no job: the plan asks `due` whether the facts would change (a partition
+turned caught up, a minute closed by the clock) and, if so, commits a batch with no ranges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+
+from logcount.connectors.transactional_sink import OutRecord
+from logcount.core.records import FinalRecord, encode_final
+from logcount.core.settings import RunSettings
+from logcount.pipeline.closing import BatchSeen, ClosingState, clock_second, decide
+from logcount.pipeline.hour_records import MINUTE_END, minute_text
+from logcount.pipeline.stage_state import Change, StageState
+
+__all__ = ["MAX_CLOSE_MINUTES", "Finals", "Seen", "grace_text"]
+
+# At most this many minutes close in one transaction (a week: ~10,000 records of an ungrouped
+# stage, ~1 MB); more (a replay of old logs closed by the clock) close over the next batches,
+# run back to back, so no transaction outgrows the broker's limits.
+MAX_CLOSE_MINUTES = 7 * 24 * 60
+
+
+def grace_text(seconds: int) -> str:
+    """Seconds as GRACE is written: the largest whole unit ('90s', '2m', '1h')."""
+    for unit, n in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds % n == 0:
+            return f"{seconds // n}{unit}"
+    return f"{seconds}s"
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What the batch's plan saw, for closing."""
+
+    now: int  # the clock second of the plan (closing.clock_second)
+    had_input: Mapping[int, bool]  # every input partition -> whether its range held offsets
+
+
+class Finals:
+    """The closing step of a stage with --emit-final."""
+
+    def __init__(self, s: RunSettings, wall: Callable[[], datetime] | None = None) -> None:
+        assert s.grace_seconds is not None and s.final_topic_name is not None
+        self.grace = s.grace_seconds
+        self.topic = s.final_topic_name
+        self.grace_label = grace_text(s.grace_seconds)
+        self.level = s.line_format.level_label
+        self.names = tuple(d.name for d in s.line_format.group_by)
+        self.wall = wall or (lambda: datetime.now(UTC))
+        self.more = False  # the last decision was cut at MAX_CLOSE_MINUTES: close again at once
+
+    def seen(self, starts: Mapping[int, int], stable: Mapping[int, int]) -> Seen:
+        return Seen(clock_second(self.wall()),
+                    {p: stable[p] > starts.get(p, stable[p]) for p in stable})
+
+    def decide(self, state: StageState, seen: Seen, newest: Mapping[int, int],
+               allowed: bool = True) -> ClosingState | None:
+        """The closing state after this batch (None: the state has none). Not `allowed` (the
+        start's first commit: the closing state is committed before it closes anything), the
+        facts move but nothing closes."""
+        old = state.closing
+        if old is None:
+            return None
+        got = decide(old.facts, BatchSeen(seen.now, seen.had_input, newest), self.grace)
+        new = got.new
+        if not allowed:
+            new = old.facts.closed_before
+        elif new is not None:
+            lo = self._first(state, old.facts.closed_before, new)
+            new = min(new, lo + MAX_CLOSE_MINUTES)
+        self.more = allowed and new != got.new
+        return ClosingState(old.final_topic, self.grace, replace(got.facts, closed_before=new))
+
+    def due(self, state: StageState, seen: Seen) -> bool:
+        """A batch with nothing to read: whether committing one would change the closing state
+        (a partition caught up since now, a minute closed by the clock)."""
+        got = self.decide(state, seen, {})
+        return got is not None and state.closing is not None and got != state.closing
+
+    def records(self, state: StageState, change: Change) -> list[OutRecord]:
+        """The final records of the minutes `change` closes: [before, after) of closed_before."""
+        if change.closing is None or state.closing is None:
+            return []
+        new = change.closing.facts.closed_before
+        if new is None:
+            return []
+        touched = ([m for _, m in change.series_updates] if state.series is not None
+                   else list(change.updates))
+        lo = self._first(state, state.closing.facts.closed_before, new, touched)
+        out: list[OutRecord] = []
+        if state.series is None:
+            for m in range(lo, new):
+                n = change.updates.get(m) or state.totals.get(m)
+                out += self._window(m, [((), n)])
+            return out
+        cells = self._series_cells(state, change, lo, new)
+        names = {**state.series.tuples, **change.new_names}
+        for m in range(lo, new):
+            mine = sorted((names[sid], n) for sid, n in cells.get(m, {}).items())
+            out += self._window(m, [(tuple(zip(self.names, t, strict=True)), n)
+                                    for t, n in mine])
+        return out
+
+    def _window(self, minute: int, series: list[tuple[tuple[tuple[str, str], ...], int]]
+                ) -> list[OutRecord]:
+        start, end = minute_text(minute), minute_text(minute + 1)
+        recs = [FinalRecord(start, end, self.grace_label, self.level, n, dims)
+                for dims, n in series]
+        recs.append(FinalRecord(start, end, self.grace_label, self.level,
+                                sum(n for _, n in series), closed=True, series=len(series)))
+        return [OutRecord(self.topic, *encode_final(r)) for r in recs]
+
+    @staticmethod
+    def _first(state: StageState, closed_before: int | None, new: int,
+               touched: list[int] | None = None) -> int:
+        """Where the minutes to close begin: the last close's end, or at the first close the
+        first minute held or `touched` by the batch (none: nothing to publish)."""
+        if closed_before is not None:
+            return min(closed_before, new)
+        held = [m for m in (_first_held(state), *(touched or ())) if m is not None]
+        return min(min(held), new) if held else new
+
+    @staticmethod
+    def _series_cells(state: StageState, change: Change, lo: int, hi: int
+                      ) -> dict[int, dict[int, int]]:
+        """{minute: {series id: total}} of the minutes lo <= m < hi, this change applied."""
+        assert state.series is not None
+        keys, vals = state.series.totals.arrays()
+        minutes = keys % MINUTE_END
+        inside = (minutes >= lo) & (minutes < hi)
+        out: dict[int, dict[int, int]] = {}
+        for k, v in zip(keys[inside].tolist(), vals[inside].tolist(), strict=True):
+            sid, m = divmod(k, MINUTE_END)
+            out.setdefault(m, {})[sid] = v
+        for (sid, m), n in change.series_updates.items():
+            if lo <= m < hi:
+                out.setdefault(m, {})[sid] = n
+        return out
+
+
+def _first_held(state: StageState) -> int | None:
+    """The first minute the state holds a total of (any series)."""
+    if state.series is None:
+        keys, _ = state.totals.arrays()
+        return int(keys[0]) if len(keys) else None
+    keys, _ = state.series.totals.arrays()
+    return int((keys % MINUTE_END).min()) if len(keys) else None
+
