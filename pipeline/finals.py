@@ -55,7 +55,6 @@ class Finals:
     def __init__(self, s: RunSettings, wall: Callable[[], datetime] | None = None) -> None:
         assert s.grace_seconds is not None and s.final_topic_name is not None
         self.grace = s.grace_seconds
-        self.topic = s.final_topic_name
         self.grace_label = grace_text(s.grace_seconds)
         self.level = s.line_format.level_label
         self.names = tuple(d.name for d in s.line_format.group_by)
@@ -100,28 +99,29 @@ class Finals:
         touched = ([m for _, m in change.series_updates] if state.series is not None
                    else list(change.updates))
         lo = self._first(state, state.closing.facts.closed_before, new, touched)
+        topic = change.closing.final_topic  # the state's: the start checked it is ours
         out: list[OutRecord] = []
         if state.series is None:
             for m in range(lo, new):
                 n = change.updates.get(m) or state.totals.get(m)
-                out += self._window(m, [((), n)])
+                out += self._window(topic, m, [((), n)])
             return out
         cells = self._series_cells(state, change, lo, new)
         names = {**state.series.tuples, **change.new_names}
         for m in range(lo, new):
             mine = sorted((names[sid], n) for sid, n in cells.get(m, {}).items())
-            out += self._window(m, [(tuple(zip(self.names, t, strict=True)), n)
-                                    for t, n in mine])
+            out += self._window(topic, m, [(tuple(zip(self.names, t, strict=True)), n)
+                                           for t, n in mine])
         return out
 
-    def _window(self, minute: int, series: list[tuple[tuple[tuple[str, str], ...], int]]
-                ) -> list[OutRecord]:
+    def _window(self, topic: str, minute: int,
+                series: list[tuple[tuple[tuple[str, str], ...], int]]) -> list[OutRecord]:
         start, end = minute_text(minute), minute_text(minute + 1)
         recs = [FinalRecord(start, end, self.grace_label, self.level, n, dims)
                 for dims, n in series]
         recs.append(FinalRecord(start, end, self.grace_label, self.level,
                                 sum(n for _, n in series), closed=True, series=len(series)))
-        return [OutRecord(self.topic, *encode_final(r)) for r in recs]
+        return [OutRecord(topic, *encode_final(r)) for r in recs]
 
     @staticmethod
     def _first(state: StageState, closed_before: int | None, new: int,

@@ -1,0 +1,277 @@
+"""--emit-final wired into the batch (pipeline/finals.py), the start's rules for it
+(pipeline/state_start.py closing_at_start), the job's newest minute per partition
+(pipeline/job.py batch_result) and the settings: pure, in milliseconds."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+
+from logcount.core.errors import ConfigError, StateRefused
+from logcount.core.records import decode_final
+from logcount.core.settings import RunSettings
+from logcount.pipeline.closing import ClosingFacts, ClosingState, PartitionFacts, clock_second
+from logcount.pipeline.finals import MAX_CLOSE_MINUTES, Finals, Seen, grace_text
+from logcount.pipeline.hour_records import minute_index, minute_text
+from logcount.pipeline.job import batch_result
+from logcount.pipeline.offsets import OffsetRange
+from logcount.pipeline.series import SeriesTotals
+from logcount.pipeline.state import (
+    Identity,
+    ProgressRecord,
+    StageState,
+    StartFacts,
+    Wanted,
+    check_start,
+)
+from logcount.pipeline.totals import Totals
+
+M0 = minute_index("2026-11-29 10:00")
+IDENT = Identity("in", "IN-ID", "out", "OUT-ID", "ERROR")
+NOW = datetime(2026, 11, 29, 12, 0, 30, tzinfo=UTC)
+
+
+def settings(**kw) -> RunSettings:
+    return RunSettings(**{"emit_final": "1m", "metrics_port": 0, **kw})
+
+
+def closing(closed_before=None, parts=None) -> ClosingState:
+    return ClosingState("out-final", 60, ClosingFacts(parts or {}, closed_before))
+
+
+def state(totals=None, closed_before=None, parts=None, series=None) -> StageState:
+    t = Totals()
+    t.apply(totals or {})
+    return StageState(IDENT, {0: 10}, t, None, None, None, series,
+                      closing(closed_before, parts))
+
+
+def finals(**kw) -> Finals:
+    return Finals(settings(**kw), wall=lambda: NOW)
+
+
+def facts_of(c: ClosingState | None) -> ClosingFacts:
+    assert c is not None
+    return c.facts
+
+
+def progress_of(change) -> bytes:
+    raw = change.state_records[-1][1]
+    assert raw is not None
+    return raw
+
+
+def decoded(records):
+    return [(r.key.decode(), decode_final(r.value)) for r in records]
+
+
+def test_grace_is_written_in_its_largest_whole_unit():
+    assert [grace_text(s) for s in (30, 60, 90, 3600, 86400)] == ["30s", "1m", "90s", "1h",
+                                                                  "1d"]
+
+
+def test_each_closed_minute_gets_its_total_zero_included_then_its_closed_record():
+    st = state({M0: 4, M0 + 2: 1}, closed_before=M0)
+    change = st.change([OffsetRange(0, 10, 12)], {M0 + 2: 2}, M0 + 100,
+                       closing=closing(M0 + 3))
+    got = decoded(finals().records(st, change))
+    assert [(k, r.count, r.closed, r.series) for k, r in got] == [
+        (minute_text(M0), 4, False, 0), (minute_text(M0), 4, True, 1),
+        (minute_text(M0 + 1), 0, False, 0), (minute_text(M0 + 1), 0, True, 1),
+        # this batch's own lines of a minute it closes are in its final total
+        (minute_text(M0 + 2), 3, False, 0), (minute_text(M0 + 2), 3, True, 1)]
+    r = got[0][1]
+    assert (r.window_start, r.window_end, r.grace, r.level) == (
+        minute_text(M0), minute_text(M0 + 1), "1m", "ERROR")
+    assert all(r.topic == "out-final" for r in finals().records(st, change))
+
+
+def test_the_first_close_begins_at_the_first_minute_held_and_publishes_nothing_before():
+    st = state({M0 + 5: 1})
+    change = st.change([], {}, M0 + 100, closing=closing(M0 + 7))
+    assert [k for k, r in decoded(finals().records(st, change)) if r.closed] == [
+        minute_text(M0 + 5), minute_text(M0 + 6)]
+
+
+def test_nothing_held_and_nothing_counted_closes_without_a_record():
+    st = state()
+    change = st.change([], {}, M0 + 100, closing=closing(M0 + 7))
+    assert finals().records(st, change) == []
+
+
+def test_without_a_close_there_is_no_final_record():
+    st = state({M0: 1}, closed_before=M0 + 1)
+    change = st.change([OffsetRange(0, 10, 11)], {M0 + 1: 1}, M0 + 100,
+                       closing=closing(M0 + 1))
+    assert finals().records(st, change) == []
+
+
+def test_grouped_a_record_per_series_that_counted_a_line_and_the_closed_record_counts_them():
+    series = SeriesTotals(("service",), 10)
+    st = state(closed_before=M0, series=series)
+    first = st.change([OffsetRange(0, 10, 20)], {M0: 3, M0 + 1: 1}, M0 + 100,
+                      series={("api",): {M0: 2}, ("web",): {M0: 1, M0 + 1: 1}})
+    st.advance(first)
+    change = st.change([OffsetRange(0, 20, 21)], {M0: 1}, M0 + 100,
+                       series={("db",): {M0: 1}}, closing=closing(M0 + 3))
+    f = finals()
+    f.names = ("service",)  # the --group-by names, as a grouped stage's settings give them
+    got = decoded(f.records(st, change))
+    assert [(k[11:16], r.dims, r.count, r.closed, r.series) for k, r in got] == [
+        ("10:00", (("service", "api"),), 2, False, 0),
+        ("10:00", (("service", "db"),), 1, False, 0),
+        ("10:00", (("service", "web"),), 1, False, 0),
+        ("10:00", (), 4, True, 3),
+        ("10:01", (("service", "web"),), 1, False, 0),
+        ("10:01", (), 1, True, 1),
+        ("10:02", (), 0, True, 0)]
+
+
+def test_a_partition_caught_up_is_committed_once_then_the_clock_closes_a_minute_after_grace():
+    parts = {0: PartitionFacts(M0, None)}
+    st = state({M0: 1}, closed_before=M0, parts=parts)
+    f = finals()
+    now = clock_second(NOW)
+    seen = Seen(now, {0: False})
+    assert f.due(st, seen)  # p0 caught up: a fact to commit
+    st.closing = f.decide(st, seen, {})
+    assert facts_of(st.closing).partitions[0].caught_up_since == now
+    assert not f.due(st, Seen(now + 59, {0: False}))  # not idle yet, the watermark holds
+    assert f.due(st, Seen(now + 60, {0: False}))  # idle: the clock closes
+    got = f.decide(st, Seen(now + 60, {0: False}), {})
+    assert facts_of(got).closed_before == (now + 60 - 60) // 60
+
+
+def test_a_start_s_first_commit_moves_the_facts_but_closes_nothing():
+    st = state({M0: 1}, closed_before=M0, parts={0: PartitionFacts(M0, None)})
+    got = finals().decide(st, Seen(clock_second(NOW), {0: True}), {0: M0 + 30}, allowed=False)
+    assert facts_of(got).closed_before == M0
+    assert facts_of(got).partitions[0].newest_minute == M0 + 30
+
+
+def test_more_than_a_week_to_close_is_cut_and_the_next_batch_runs_at_once():
+    st = state({M0: 1}, closed_before=M0, parts={0: PartitionFacts(M0, 0)})
+    f = finals()
+    now = clock_second(NOW) + 30 * 86400  # a month later, every partition idle
+    got = f.decide(st, Seen(now, {0: False}), {})
+    assert facts_of(got).closed_before == M0 + MAX_CLOSE_MINUTES and f.more
+    st.closing = got
+    f.decide(st, Seen(now, {0: False}), {})
+    assert f.more  # still more
+
+
+def test_closed_minutes_are_late_for_the_job_and_the_progress_record_keeps_the_close():
+    st = state({M0: 1}, closed_before=M0 + 5)
+    assert st.late_before() == M0 + 5
+    change = st.change([OffsetRange(0, 10, 11)], {M0 + 6: 1}, M0 + 100)
+    record = ProgressRecord.decode(progress_of(change))
+    assert record.closing == st.closing  # carried as it was
+    st.advance(change)
+    assert facts_of(st.closing).closed_before == M0 + 5
+
+
+def test_without_emit_final_the_progress_record_has_no_closing_field():
+    st = StageState(IDENT, {0: 10}, Totals())
+    change = st.change([OffsetRange(0, 10, 11)], {M0: 1}, M0 + 100)
+    raw = json.loads(progress_of(change))
+    assert "closing" not in raw and list(raw) == [
+        "format", "input_topic", "input_topic_id", "output_topic", "output_topic_id", "level",
+        "counting", "offsets", "watermark", "closed_before"]
+    assert ProgressRecord.decode(progress_of(change)).closing is None
+
+
+def test_the_closing_state_survives_the_progress_record():
+    c = closing(M0 + 3, {0: PartitionFacts(M0 + 2, clock_second(NOW)), 3: PartitionFacts()})
+    record = ProgressRecord(IDENT, {0: 1}, M0, None, c)
+    assert ProgressRecord.decode(record.encode()).closing == c
+
+
+# the start ---------------------------------------------------------------------------------
+
+WANT = Wanted("in", "out", "ERROR", final_topic="out-final", grace_seconds=60, emit_final="1m")
+
+
+def facts(**kw) -> StartFacts:
+    return StartFacts(**{**dict(input_topic_id="IN-ID", output_topic_id="OUT-ID",
+                                earliest={0: 0}, latest={0: 100}, group={0: 40}), **kw})
+
+
+def stored(c: ClosingState | None) -> ProgressRecord:
+    return ProgressRecord(IDENT, {0: 40}, M0, None, c)
+
+
+def test_turning_it_on_begins_an_empty_closing_state_committed_before_any_close():
+    start = check_start(stored(None), {}, facts(), WANT)
+    assert start.state.closing == ClosingState("out-final", 60, ClosingFacts({}))
+    assert start.must_commit
+    fresh = check_start(None, {}, facts(group={}), WANT)
+    assert fresh.state.closing == ClosingState("out-final", 60, ClosingFacts({}))
+
+
+def test_a_final_topic_holding_records_the_state_never_closed_into_is_refused():
+    for progress in (stored(None), None):
+        with pytest.raises(StateRefused, match="already holds 12 offsets.*new --final-topic"):
+            check_start(progress, {}, facts(final_records=12, group={} if progress is None
+                                            else {0: 40}), WANT)
+
+
+def test_turning_it_off_is_refused_naming_the_final_topic_and_grace():
+    with pytest.raises(StateRefused, match="out-final \\(--emit-final 1m\\).*no --emit-final"):
+        check_start(stored(closing(M0)), {}, facts(), Wanted("in", "out", "ERROR"))
+
+
+def test_another_final_topic_is_refused_naming_both():
+    other = Wanted("in", "out", "ERROR", final_topic="elsewhere", grace_seconds=60)
+    with pytest.raises(StateRefused, match="out-final, this start has --final-topic elsewhere"):
+        check_start(stored(closing(M0)), {}, facts(), other)
+
+
+def test_another_grace_is_allowed_with_a_warning_and_the_closes_kept():
+    longer = Wanted("in", "out", "ERROR", final_topic="out-final", grace_seconds=300,
+                    emit_final="5m")
+    start = check_start(stored(closing(M0 + 9)), {}, facts(), longer)
+    assert start.state.closing == ClosingState("out-final", 300, ClosingFacts({}, M0 + 9))
+    assert any("from 1m to 5m" in w for w in start.warnings)
+    assert start.state.late_before() == M0 + 9
+
+
+# the job's newest minute per partition ------------------------------------------------------
+
+def test_the_partition_masks_give_each_partition_its_newest_minute_and_other_levels_do_not_count():
+    text = minute_text(M0)[:16].encode()
+    rows: list[dict[str, object]] = [
+        {"n": 3, "minute": text, "pm0": 0b101, "pm1": None},  # counted, p0 and p2
+        {"n": 2, "mi": M0 + 4, "other": True, "pm0": 0b10, "pm1": None},  # INFO of p1
+        {"n": 1, "mi": M0 + 1, "pm0": None, "pm1": -(1 << 63)},  # counted, p127 (bit 63)
+        {"n": 1, "bad_offset": 7, "p": 0, "reason": "bad timestamp", "raw": b"x", "len": 1},
+    ]
+    r = batch_result(rows, [OffsetRange(0, 0, 10)], 0, 2)
+    assert r.counts == {M0: 3, M0 + 1: 1}
+    assert r.newest == {0: M0, 2: M0, 1: M0 + 4, 127: M0 + 1}
+    assert r.records == 7 and len(r.malformed) == 1
+    assert batch_result(rows[:1], [OffsetRange(0, 0, 10)]).newest == {}  # without: nothing
+
+
+# the settings --------------------------------------------------------------------------------
+
+def test_the_final_topic_defaults_to_the_output_topic_s_name_plus_final():
+    assert settings(output_topic="counts").final_topic_name == "counts-final"
+    assert settings(final_topic="finals").final_topic_name == "finals"
+    assert RunSettings(metrics_port=0).final_topic_name is None
+    assert settings(emit_final="90s").grace_seconds == 90
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"emit_final": None, "final_topic": "x"}, "--final-topic needs --emit-final"),
+    ({"emit_final": "0s"}, "--emit-final takes"),
+    ({"emit_final": "8d"}, "up to 7d"),
+    ({"emit_final": "1 minute"}, "--emit-final takes"),
+    ({"final_topic": "logs"}, "a topic of its own"),
+    ({"final_topic": "error-counts-state"}, "a topic of its own"),
+    ({"emit_final": "2h", "lateness_horizon": "90m"}, "shorter than --lateness-horizon"),
+])
+def test_a_bad_emit_final_is_one_config_error(kw, match):
+    with pytest.raises(ConfigError, match=match):
+        settings(**kw)
