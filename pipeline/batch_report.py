@@ -13,6 +13,7 @@ from logcount.core.metrics import Health, StageMetrics
 from logcount.core.progress import Progress
 from logcount.core.settings import RunSettings
 from logcount.formats.rule import REASON_LATE
+from logcount.formats.spec import EPOCH_MINUTE
 from logcount.pipeline.job import BatchResult
 from logcount.pipeline.state import Change, StageState
 
@@ -34,7 +35,7 @@ class Tally:
 class Report:
     def __init__(self, s: RunSettings, clock: Callable[[], float]) -> None:
         self.fmt, self.clock = s.line_format, clock
-        self.metrics = StageMetrics(tuple(d.name for d in self.fmt.group_by))
+        self.metrics = StageMetrics(tuple(d.name for d in self.fmt.group_by), s.grace_seconds)
         self.health = Health(s.health_stall_seconds)
         self.tally = Tally()
         self.progress: Progress | None = None  # --once: from the first plan's lag
@@ -74,6 +75,7 @@ class Report:
             for sid, lines in change.series_lines.items():
                 m.count_series(tuples[sid], lines)
         m.state_minutes.set(state.cells())
+        self.closed(state)
         if change.overflow_lines:
             m.overflow_lines.inc(change.overflow_lines)
             now = self.clock()
@@ -93,6 +95,13 @@ class Report:
             result.records, len(result.malformed) - late, late,
             len(change.updates) + len(change.series_updates), spark_s, commit_s,
             result.continuation if self.fmt.continuation == "skip" else None).text())
+
+    def closed(self, state: StageState) -> None:
+        """--emit-final: the end of the state's last closed minute on /metrics (the first
+        minute not final, as a Unix time); nothing while no minute has closed."""
+        before = None if state.closing is None else state.closing.facts.closed_before
+        if before is not None:
+            self.metrics.closed_until((before - EPOCH_MINUTE) * 60)
 
     def aborted(self) -> None:
         self.metrics.batches_aborted.inc()

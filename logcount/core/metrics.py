@@ -51,7 +51,7 @@ class Health:
 
 
 class StageMetrics:
-    def __init__(self, dims: tuple[str, ...] = ()) -> None:
+    def __init__(self, dims: tuple[str, ...] = (), grace_seconds: int | None = None) -> None:
         r = self.registry = CollectorRegistry()
         self.batches_committed = Counter("logcount_batches_committed", "batches committed",
                                          registry=r)
@@ -93,6 +93,25 @@ class StageMetrics:
                                    "was refused (exit 2) holds /metrics up before it exits",
                                    registry=r)
         self._series: dict[tuple[str, ...], object] = {}  # a series' child of counted_lines
+        # --emit-final only (a stage without it exports neither): its GRACE, and the end of the
+        # last closed minute, registered at the first close known (no minute closed yet: no
+        # sample, rather than a 0 that reads as 1970 to an alert on its age).
+        self.grace: Gauge | None = None
+        self.last_closed: Gauge | None = None
+        if grace_seconds is not None:
+            self.grace = Gauge("logcount_emit_final_grace_seconds", "--emit-final's GRACE: a "
+                               "minute closes once the watermark is past its end plus this",
+                               registry=r)
+            self.grace.set(grace_seconds)
+
+    def closed_until(self, end_unix_seconds: float) -> None:
+        """--emit-final: every minute ending at or before this Unix time is final."""
+        if self.last_closed is None:
+            self.last_closed = Gauge(
+                "logcount_last_closed_minute_timestamp_seconds", "--emit-final: the end of the "
+                "last closed (final) minute, Unix seconds; absent until a minute closes",
+                registry=self.registry)
+        self.last_closed.set(end_unix_seconds)
 
     def count_series(self, values: tuple[str, ...], lines: int) -> None:
         """counted_lines of one series: its child kept (labels() validates and locks each time,

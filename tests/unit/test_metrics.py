@@ -86,3 +86,57 @@ def test_count_series_adds_to_each_series_label_set_alone():
            if metric.name == "logcount_counted_lines" for s in metric.samples
            if s.name == "logcount_counted_lines_total"}
     assert got == {("api", "ERROR"): 7, ("db", "ERROR"): 2, ("api", "WARN"): 1}
+
+
+# -- --emit-final: the grace and the end of the last closed minute -----------------------------
+
+def _names(m: StageMetrics) -> set[str]:
+    return {s.name for metric in m.registry.collect() for s in metric.samples}
+
+
+def _committed(report, closed_before):
+    from logcount.pipeline.closing import ClosingFacts, ClosingState
+    from logcount.pipeline.job import BatchResult
+    from logcount.pipeline.state import Change, Identity, StageState
+    from logcount.pipeline.totals import Totals
+
+    closing = (None if report.metrics.grace is None
+               else ClosingState("out-final", 60, ClosingFacts({}, closed_before)))
+    state = StageState(Identity("in", "I", "out", "O", "ERROR"), {0: 5}, Totals(),
+                       closing=closing)
+    report.committed(1, state, BatchResult(), Change({}, {0: 5}, None, None, [], closing=closing),
+                     0.1, 0.1)
+
+
+def test_without_emit_final_the_stage_exports_no_closing_metric():
+    from logcount.core.settings import RunSettings
+    from logcount.pipeline.batch_report import Report
+
+    report = Report(RunSettings(input_topic="in", output_topic="out", metrics_port=0),
+                    time.monotonic)
+    _committed(report, None)
+    got = _names(report.metrics)
+    assert "logcount_batches_committed_total" in got
+    assert not {n for n in got if "closed" in n or "grace" in n}, got
+
+
+def test_the_last_closed_minute_is_its_end_in_unix_seconds_once_a_minute_closed():
+    from datetime import UTC, datetime
+
+    from logcount.core.settings import RunSettings
+    from logcount.pipeline.batch_report import Report
+    from logcount.pipeline.hour_records import minute_index
+
+    report = Report(RunSettings(input_topic="in", output_topic="out", metrics_port=0,
+                                emit_final="90s"), time.monotonic)
+    r = report.metrics.registry
+    assert r.get_sample_value("logcount_emit_final_grace_seconds") == 90
+    _committed(report, None)  # nothing closed yet: absent, not 0 (1970 to an alert on its age)
+    assert "logcount_last_closed_minute_timestamp_seconds" not in _names(report.metrics)
+    # every minute before 10:00 is final: the last closed one, 09:59, ended at 10:00
+    _committed(report, minute_index("2026-11-29 10:00"))
+    assert r.get_sample_value("logcount_last_closed_minute_timestamp_seconds") == \
+        datetime(2026, 11, 29, 10, 0, tzinfo=UTC).timestamp()
+    _committed(report, minute_index("2026-11-29 10:03"))
+    assert r.get_sample_value("logcount_last_closed_minute_timestamp_seconds") == \
+        datetime(2026, 11, 29, 10, 3, tzinfo=UTC).timestamp()
