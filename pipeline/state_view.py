@@ -13,8 +13,11 @@ a start with these settings would decide. Needs only read ACLs (docs/deploy.md).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
 from confluent_kafka import Consumer
 
 from logcount.connectors import kafka_io
@@ -23,12 +26,15 @@ from logcount.core.errors import StateRefused
 from logcount.core.redact import mask
 from logcount.core.retry import poll
 from logcount.core.settings import RunSettings
+from logcount.pipeline.closing import ClosingState, clock_second, second_text, watermark
+from logcount.pipeline.finals import grace_text
 from logcount.pipeline.hour_records import decode_hour, minute_text
-from logcount.pipeline.series import CHUNK_CELL_BYTES, CHUNK_MAGIC
+from logcount.pipeline.series import CHUNK_CELL_BYTES, CHUNK_MAGIC, decode_chunk
 from logcount.pipeline.start_facts import NO_TOPIC, Facts, gather, read_table, wanted
 from logcount.pipeline.state import (
     CLAIM_KEY,
     PROGRESS_KEY,
+    SeriesRecords,
     Wanted,
     check_start,
     counting_flags,
@@ -68,8 +74,9 @@ def predict(facts: Facts, want: Wanted) -> dict:
     return {"action": action, "exit": 0, "lines": lines}
 
 
-def describe(facts: Facts, s: RunSettings) -> dict:
-    """The report (pure): everything `state show` prints, as JSON-ready data."""
+def describe(facts: Facts, s: RunSettings, now: datetime | None = None) -> dict:
+    """The report (pure but for the clock, `now` when given): everything `state show` prints,
+    as JSON-ready data."""
     want = wanted(s)
     table = facts.table
     progress_raw = table.get(PROGRESS_KEY)
@@ -126,12 +133,58 @@ def describe(facts: Facts, s: RunSettings) -> dict:
             "keys": len(table), "bytes": sum(len(k) + len(v) for k, v in table.items()),
             "progress_record_bytes": len(progress_raw) if progress_raw else 0},
         "claim": claim,
+        # --emit-final's (None without it): the closing facts, read at `now`
+        "closing": (None if progress is None or progress.closing is None else
+                    closing_report(progress.closing, hours, series,
+                                   now or datetime.now(UTC))),
         "start": predict(facts, want),
     }
     if start.input_topic_id == NO_TOPIC:
         report["start"]["lines"].insert(0, f"input topic {s.input_topic} does not exist: a "
                                            f"start creates it ({s.input_partitions} partitions)")
     return report
+
+
+def closing_report(c: ClosingState, hours: Mapping[int, bytes], series: SeriesRecords,
+                   now: datetime) -> dict:
+    """--emit-final's part of the report: the final topic and grace, each partition's newest
+    event minute, since when it is caught up and whether it counts as idle now (no longer
+    holding the closing watermark), the last closed minute and the held minutes not final."""
+    at, grace, f = clock_second(now), c.grace_seconds, c.facts
+    held = _held_minutes(hours, series)
+    wm = watermark(f.partitions, at, grace)
+    return {
+        "final_topic": c.final_topic, "grace_seconds": grace, "grace": grace_text(grace),
+        "now": second_text(at),
+        "closed_before": None if f.closed_before is None else minute_text(f.closed_before),
+        "last_closed": None if not f.closed_before else minute_text(f.closed_before - 1),
+        # minutes with a total held and not final yet (None: a damaged record)
+        "open_minutes": (None if held is None else int(len(held)) if f.closed_before is None
+                         else int((held >= f.closed_before).sum())),
+        "watermark": None if wm is None else minute_text(wm),
+        "partitions": [{
+            "partition": p,
+            "newest": None if pf.newest_minute is None else minute_text(pf.newest_minute),
+            "caught_up_since": (None if pf.caught_up_since is None
+                                else second_text(pf.caught_up_since)),
+            "idle": pf.idle(at, grace)} for p, pf in sorted(f.partitions.items())],
+    }
+
+
+def _held_minutes(hours: Mapping[int, bytes], series: SeriesRecords) -> np.ndarray | None:
+    """The distinct minutes the state holds a total of (any series); None when a record does
+    not read."""
+    parts: list[np.ndarray] = []
+    try:
+        for hour, v in hours.items():
+            parts.append(hour * 60 + decode_hour(v)[0].astype(np.int64))
+        for (_, hour), v in series.cells.items():
+            parts.append(hour * 60 + decode_hour(v)[0].astype(np.int64))
+        for (chunk, hour), v in series.chunks.items():
+            parts.append(hour * 60 + decode_chunk(v, chunk)[1])
+    except ValueError:
+        return None
+    return np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
 
 
 def _chunk_cells(v: bytes) -> int:
@@ -183,14 +236,47 @@ def render(report: dict) -> str:
     rows = [("partition", "state", "group", "log start", "end", "lag")]
     rows += [(f"p{r['partition']}", _cell(r["state"]), _cell(r["group"]), _cell(r["log_start"]),
               _cell(r["end"]), _cell(r["lag"])) for r in report["partitions"]]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     out.append("")
-    out += ["  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
+    out += _table(rows)
+    if report.get("closing") is not None:
+        out += _render_closing(report["closing"])
     start = report["start"]
     out.append("")
     out.append(f"a start now would: {start['action']} (exit {start['exit']})")
     out += [f"  {line}" for line in start["lines"]]
     return "\n".join(out)
+
+
+def _table(rows: Sequence[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
+
+
+def _render_closing(c: dict) -> list[str]:
+    """--emit-final's lines: the final topic, what is final, and each partition's facts."""
+    held = [p for p in c["partitions"] if not p["idle"]]
+    unknown = [f"p{p['partition']}" for p in held if p["newest"] is None]
+    if not c["partitions"]:
+        holds = "no partition planned yet: nothing closes"
+    elif not held:
+        holds = "every partition idle: the clock closes"
+    elif unknown:
+        holds = f"no watermark: {', '.join(unknown)} not idle and without an event time yet"
+    else:
+        holds = (f"watermark {_cell(c['watermark'])} (held by "
+                 + ", ".join(f"p{p['partition']}" for p in held) + ")")
+    last = ("none yet" if c["last_closed"] is None else
+            f"{c['last_closed']} (every minute before {c['closed_before']} is final)")
+    out = ["", f"final topic   {c['final_topic']} (--emit-final {c['grace']})",
+           f"last closed   {last}; {_cell(c['open_minutes'])} held minutes open",
+           f"closing now   {c['now']} UTC: {holds}"]
+    rows = [("partition", "newest minute", "caught up since", "idle")]
+    rows += [(f"p{p['partition']}", _cell(p["newest"]), _cell(p["caught_up_since"]),
+              "yes" if p["idle"] else "no") for p in c["partitions"]]
+    if len(rows) > 1:
+        out.append("")
+        out += _table(rows)
+    return out
 
 
 def show(s: RunSettings, as_json: bool) -> int:

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
+
+import numpy as np
 
 from logcount.core.errors import SHOW_HINT
 from logcount.core.settings import RunSettings
+from logcount.pipeline.closing import ClosingFacts, ClosingState, PartitionFacts
 from logcount.pipeline.hour_records import encode_hour, hour_key, minute_index
+from logcount.pipeline.series import chunk_key, encode_chunk, encode_name, name_key
 from logcount.pipeline.state import (
     CLAIM_KEY,
     PROGRESS_KEY,
@@ -99,3 +104,95 @@ def test_a_topic_that_deletes_is_the_refusal_of_the_start_topic_check():
     assert predict(f, wanted(S)) == {
         "action": "refuse", "exit": 2,
         "lines": ["logcount: error: output topic out has ..." + SHOW_HINT]}
+
+
+# -- --emit-final: the closing facts ------------------------------------------------------------
+
+NOW = datetime(2017, 7, 30, 14, 12, 0, tzinfo=UTC)  # three minutes after M0
+
+
+def closing_table(closing: ClosingState) -> dict[bytes, bytes]:
+    t = table()
+    t[PROGRESS_KEY] = ProgressRecord(Identity("in", "IN-ID", "out", "OUT-ID", "ERROR"),
+                                     {0: 40, 1: 10}, M0, None, closing).encode()
+    return t
+
+
+def closing_facts(closing: ClosingState) -> Facts:
+    f = facts()
+    return Facts(closing_table(closing), f.partitions, f.start, f.state_log)
+
+
+def test_without_emit_final_there_is_no_closing_part():
+    report = describe(facts(), S, NOW)
+    assert report["closing"] is None
+    assert "final topic" not in render(report)
+
+
+def test_closing_shows_each_partition_which_are_idle_the_last_closed_minute_and_the_open_ones():
+    # p0 read up to 14:10 and is not caught up; p1 caught up since 14:09:05, idle at 14:12
+    parts = {0: PartitionFacts(M0 + 1, None), 1: PartitionFacts(M0 - 3, M0 * 60 + 5)}
+    report = describe(closing_facts(ClosingState("out-final", 60, ClosingFacts(parts, M0 + 1))),
+                      S, NOW)
+    assert report["closing"] == {
+        "final_topic": "out-final", "grace_seconds": 60, "grace": "1m",
+        "now": "2017-07-30 14:12:00", "closed_before": "2017-07-30 14:10:00",
+        "last_closed": "2017-07-30 14:09:00",
+        "open_minutes": 1,  # 14:09 and 14:10 are held; 14:09 is final
+        "watermark": "2017-07-30 14:10:00",
+        "partitions": [
+            {"partition": 0, "newest": "2017-07-30 14:10:00", "caught_up_since": None,
+             "idle": False},
+            {"partition": 1, "newest": "2017-07-30 14:06:00",
+             "caught_up_since": "2017-07-30 14:09:05", "idle": True}]}
+    json.dumps(report)
+    text = render(report)
+    assert "final topic   out-final (--emit-final 1m)" in text
+    assert ("last closed   2017-07-30 14:09:00 (every minute before 2017-07-30 14:10:00 is "
+            "final); 1 held minutes open") in text
+    assert "closing now   2017-07-30 14:12:00 UTC: watermark 2017-07-30 14:10:00 (held by p0)" \
+        in text
+    lines = text.splitlines()
+    i = lines.index(next(ln for ln in lines if ln.split()[:3] == ["partition", "newest", "minute"]))
+    assert lines[i + 1].split() == ["p0", "2017-07-30", "14:10:00", "-", "no"]
+    assert lines[i + 2].split() == ["p1", "2017-07-30", "14:06:00", "2017-07-30", "14:09:05",
+                                    "yes"]
+    # a minute earlier p1 was caught up for 55 s only: it still held the watermark
+    earlier = describe(closing_facts(ClosingState("out-final", 60, ClosingFacts(parts, M0 + 1))),
+                       S, datetime(2017, 7, 30, 14, 10, 0, tzinfo=UTC))["closing"]
+    assert [p["idle"] for p in earlier["partitions"]] == [False, False]
+    assert earlier["watermark"] == "2017-07-30 14:06:00"
+
+
+def test_closing_before_the_first_close_and_before_any_partition_was_planned():
+    report = describe(closing_facts(ClosingState("out-final", 120, ClosingFacts({}))), S, NOW)
+    c = report["closing"]
+    assert (c["last_closed"], c["closed_before"], c["open_minutes"], c["partitions"]) == (
+        None, None, 2, [])
+    text = render(report)
+    assert "last closed   none yet; 2 held minutes open" in text
+    assert "no partition planned yet: nothing closes" in text
+    quiet = {0: PartitionFacts(M0, M0 * 60), 1: PartitionFacts(None, M0 * 60)}
+    text = render(describe(closing_facts(ClosingState("out-final", 60, ClosingFacts(quiet))),
+                           S, NOW))
+    assert "every partition idle: the clock closes" in text
+    garbage = {0: PartitionFacts(M0, None), 1: PartitionFacts(None, None)}
+    text = render(describe(closing_facts(ClosingState("out-final", 60, ClosingFacts(garbage))),
+                           S, NOW))
+    assert "no watermark: p1 not idle and without an event time yet" in text
+
+
+def test_open_minutes_of_a_grouped_state_count_minutes_not_series():
+    hour = M0 // 60
+    t = {PROGRESS_KEY: ProgressRecord(
+        Identity("in", "IN-ID", "out", "OUT-ID", "ERROR"), {0: 40, 1: 10}, M0, None,
+        ClosingState("out-final", 60, ClosingFacts({}, M0))).encode(),
+         # series 0 and 1 in 14:09 and 14:10, series 1 in 14:08 (final): two open minutes
+         chunk_key(0, hour): encode_chunk(0, np.array([0, 0, 1, 1, 1]),
+                                          np.array([9, 10, 8, 9, 10]),
+                                          np.array([1, 2, 3, 4, 5])),
+         name_key(0): encode_name(("api",)), name_key(1): encode_name(("web",))}
+    f = facts()
+    report = describe(Facts(t, f.partitions, f.start, f.state_log), S, NOW)
+    assert report["minutes"] == 5 and report["series"] == 2
+    assert report["closing"]["open_minutes"] == 2
