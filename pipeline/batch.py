@@ -276,7 +276,7 @@ class Batch:
             # A start's first commit carries the closing state it found or began, and no close:
             # the final topic then only ever holds records a committed closing state published.
             closing = self.finals.decide(self.state, plan.seen, result.newest,
-                                         allowed=not self.commit_due)
+                                         allowed=not self.commit_due, touched=result.counts)
             self.backlogged = self.backlogged or self.finals.more
         # 3: the change is computed, not applied, then published in one transaction.
         change = self.state.change(result.ranges, result.counts, _now_minute(), plan.starts,

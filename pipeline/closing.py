@@ -22,7 +22,7 @@ from logcount.pipeline.hour_records import minute_index, minute_text
 from logcount.pipeline.watermark import honest_newest
 
 __all__ = ["FACTS_VERSION", "BatchSeen", "Closing", "ClosingFacts", "ClosingState",
-           "PartitionFacts", "clock_second", "decide", "second_text", "watermark"]
+           "PartitionFacts", "clock_second", "decide", "grace_text", "second_text", "watermark"]
 
 # Versioned like the state's other records: a later layout is refused by this one, not misread.
 FACTS_VERSION = 1
@@ -35,6 +35,14 @@ def clock_second(now: datetime) -> int:
         raise ValueError("clock_second takes an aware datetime (a naive one has no zone)")
     t = now.astimezone(UTC)
     return minute_index(t.strftime("%Y-%m-%d %H:%M")) * 60 + t.second
+
+
+def grace_text(seconds: int) -> str:
+    """Seconds as GRACE is written: the largest whole unit ('90s', '2m', '1h')."""
+    for unit, n in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds % n == 0:
+            return f"{seconds // n}{unit}"
+    return f"{seconds}s"
 
 
 def second_text(second: int) -> str:

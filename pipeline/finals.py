@@ -14,31 +14,23 @@ turned caught up, a minute closed by the clock) and, if so, commits a batch with
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from logcount.connectors.transactional_sink import OutRecord
 from logcount.core.records import FinalRecord, encode_final
 from logcount.core.settings import RunSettings
-from logcount.pipeline.closing import BatchSeen, ClosingState, clock_second, decide
+from logcount.pipeline.closing import BatchSeen, ClosingState, clock_second, decide, grace_text
 from logcount.pipeline.hour_records import MINUTE_END, minute_text
 from logcount.pipeline.stage_state import Change, StageState
 
-__all__ = ["MAX_CLOSE_MINUTES", "Finals", "Seen", "grace_text"]
+__all__ = ["MAX_CLOSE_MINUTES", "Finals", "Seen"]
 
 # At most this many minutes close in one transaction (a week: ~10,000 records of an ungrouped
 # stage, ~1 MB); more (a replay of old logs closed by the clock) close over the next batches,
 # run back to back, so no transaction outgrows the broker's limits.
 MAX_CLOSE_MINUTES = 7 * 24 * 60
-
-
-def grace_text(seconds: int) -> str:
-    """Seconds as GRACE is written: the largest whole unit ('90s', '2m', '1h')."""
-    for unit, n in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds % n == 0:
-            return f"{seconds // n}{unit}"
-    return f"{seconds}s"
 
 
 @dataclass(frozen=True)
@@ -66,10 +58,11 @@ class Finals:
                     {p: stable[p] > starts.get(p, stable[p]) for p in stable})
 
     def decide(self, state: StageState, seen: Seen, newest: Mapping[int, int],
-               allowed: bool = True) -> ClosingState | None:
+               allowed: bool = True, touched: Iterable[int] = ()) -> ClosingState | None:
         """The closing state after this batch (None: the state has none). Not `allowed` (the
         start's first commit: the closing state is committed before it closes anything), the
-        facts move but nothing closes."""
+        facts move but nothing closes. `touched`: the minutes the batch counted (where a first
+        close begins when the state holds none yet)."""
         old = state.closing
         if old is None:
             return None
@@ -78,7 +71,7 @@ class Finals:
         if not allowed:
             new = old.facts.closed_before
         elif new is not None:
-            lo = self._first(state, old.facts.closed_before, new)
+            lo = self._first(state, old.facts.closed_before, new, list(touched))
             new = min(new, lo + MAX_CLOSE_MINUTES)
         self.more = allowed and new != got.new
         return ClosingState(old.final_topic, self.grace, replace(got.facts, closed_before=new))
@@ -86,7 +79,9 @@ class Finals:
     def due(self, state: StageState, seen: Seen) -> bool:
         """A batch with nothing to read: whether committing one would change the closing state
         (a partition caught up since now, a minute closed by the clock)."""
+        more = self.more
         got = self.decide(state, seen, {})
+        self.more = more  # only the decision a batch commits says whether more is to close
         return got is not None and state.closing is not None and got != state.closing
 
     def records(self, state: StageState, change: Change) -> list[OutRecord]:

@@ -91,7 +91,7 @@ class StageState:
             return self._series_change(ranges, by_minute, now_minute, starts, extra_records,
                                        series or {}, closing)
         updates = self.totals.merged(by_minute)
-        offsets, watermark, evict = self._moved(ranges, by_minute, now_minute, starts)
+        offsets, watermark, evict = self._moved(ranges, by_minute, now_minute, starts, closing)
         gone: set[int] = set()
         if evict is not None:  # whole hours behind the horizon, held or touched by this batch
             gone = set(self.totals.hours_before(evict))
@@ -109,21 +109,26 @@ class StageState:
         return Change(updates, offsets, watermark, evict if gone else None, records, closed,
                       closing=closing)
 
-    def _moved(self, ranges, by_minute, now_minute, starts):
+    def _moved(self, ranges, by_minute, now_minute, starts, closing):
         """Offsets and watermark after a batch, and the minute before which hours leave."""
         offsets = {**self.offsets, **(starts or {}), **{r.partition: r.end for r in ranges}}
         newest = honest_newest(by_minute, now_minute)
         watermark = self.watermark
         if newest is not None:  # never past the wall clock: a line hours ahead cannot close now
             watermark = newest if watermark is None else max(watermark, newest)
-        return offsets, watermark, late_before(watermark, self.horizon_minutes)
+        evict = late_before(watermark, self.horizon_minutes)
+        if evict is not None and closing is not None:
+            # A minute leaves memory only once final: this watermark is the newest partition's,
+            # the closing one the oldest's, so a lagging partition would evict open minutes.
+            evict = min(evict, closing.facts.closed_before or 0)
+        return offsets, watermark, evict
 
     def _series_change(self, ranges, by_minute, now_minute, starts, extra_records,
                        counts, closing) -> Change:
         """change() with --group-by: per-series cells, and the names of new tuples."""
         assert self.series is not None
         st = self.series
-        offsets, watermark, evict = self._moved(ranges, by_minute, now_minute, starts)
+        offsets, watermark, evict = self._moved(ranges, by_minute, now_minute, starts, closing)
         got = st.assign(counts)
         updates = st.merged(got.counts)
         cells, last_gone = st.chunk_records(updates, evict)

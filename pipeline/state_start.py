@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from logcount.core.errors import StateRefused
-from logcount.pipeline.closing import ClosingFacts, ClosingState
+from logcount.pipeline.closing import ClosingFacts, ClosingState, grace_text
 from logcount.pipeline.hour_records import hour_key
 from logcount.pipeline.series import SeriesTotals, cell_key
 from logcount.pipeline.stage_state import StageState
@@ -177,7 +177,7 @@ def closing_at_start(old: ClosingState | None, facts: StartFacts, want: Wanted,
         if old is not None:
             raise StateRefused(
                 f"output topic {want.output_topic} closes minutes into final topic "
-                f"{old.final_topic} (--emit-final {_grace(old.grace_seconds)}), this start has "
+                f"{old.final_topic} (--emit-final {grace_text(old.grace_seconds)}), this start has "
                 f"no --emit-final: lines of closed minutes would change totals already "
                 f"published as final; pass --emit-final, or use a new --output-topic")
         return None
@@ -197,18 +197,10 @@ def closing_at_start(old: ClosingState | None, facts: StartFacts, want: Wanted,
             f"--output-topic (and group) to close into {want.final_topic}")
     if old.grace_seconds != want.grace_seconds:
         warnings.append(
-            f"--emit-final changed from {_grace(old.grace_seconds)} to "
-            f"{want.emit_final or _grace(want.grace_seconds)}: the minutes closed so far stay "
+            f"--emit-final changed from {grace_text(old.grace_seconds)} to "
+            f"{want.emit_final or grace_text(want.grace_seconds)}: the minutes closed so far stay "
             f"closed, the next close with the new grace")
     return ClosingState(old.final_topic, want.grace_seconds, old.facts)
-
-
-def _grace(seconds: int) -> str:
-    """Seconds as GRACE is written: the largest whole unit."""
-    for unit, n in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds % n == 0:
-            return f"{seconds // n}{unit}"
-    return f"{seconds}s"
 
 
 def _fresh_or_recount(ident: Identity, facts: StartFacts, want: Wanted, warnings: list[str],

@@ -26,8 +26,7 @@ from logcount.core.errors import StateRefused
 from logcount.core.redact import mask
 from logcount.core.retry import poll
 from logcount.core.settings import RunSettings
-from logcount.pipeline.closing import ClosingState, clock_second, second_text, watermark
-from logcount.pipeline.finals import grace_text
+from logcount.pipeline.closing import ClosingState, clock_second, grace_text, second_text, watermark
 from logcount.pipeline.hour_records import decode_hour, minute_text
 from logcount.pipeline.series import CHUNK_CELL_BYTES, CHUNK_MAGIC, decode_chunk
 from logcount.pipeline.start_facts import NO_TOPIC, Facts, gather, read_table, wanted

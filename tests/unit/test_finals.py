@@ -12,8 +12,14 @@ import pytest
 from logcount.core.errors import ConfigError, StateRefused
 from logcount.core.records import decode_final
 from logcount.core.settings import RunSettings
-from logcount.pipeline.closing import ClosingFacts, ClosingState, PartitionFacts, clock_second
-from logcount.pipeline.finals import MAX_CLOSE_MINUTES, Finals, Seen, grace_text
+from logcount.pipeline.closing import (
+    ClosingFacts,
+    ClosingState,
+    PartitionFacts,
+    clock_second,
+    grace_text,
+)
+from logcount.pipeline.finals import MAX_CLOSE_MINUTES, Finals, Seen
 from logcount.pipeline.hour_records import minute_index, minute_text
 from logcount.pipeline.job import batch_result
 from logcount.pipeline.offsets import OffsetRange
@@ -275,3 +281,20 @@ def test_the_final_topic_defaults_to_the_output_topic_s_name_plus_final():
 def test_a_bad_emit_final_is_one_config_error(kw, match):
     with pytest.raises(ConfigError, match=match):
         settings(**kw)
+
+
+def test_a_lagging_partition_s_open_minutes_stay_in_memory_past_the_horizon_until_final():
+    t = Totals()
+    t.apply({M0: 7, M0 + 600: 1})
+    st = StageState(IDENT, {0: 10}, t, M0 + 600, 60, None, None, closing(M0))
+    change = st.change([OffsetRange(0, 10, 11)], {M0 + 601: 1}, M0 + 1000)
+    assert change.evict_before is None  # the horizon would evict 10:00's hour; it is open
+    closes = st.change([OffsetRange(0, 10, 11)], {M0 + 601: 1}, M0 + 1000,
+                       closing=closing(M0 + 60))
+    assert closes.evict_before == M0 + 60  # final now: its hour may leave with this commit
+    assert [r.count for _, r in decoded(finals().records(st, closes))][:2] == [7, 7]
+
+
+def test_at_least_once_delivery_cannot_publish_finals_once():
+    with pytest.raises(ConfigError, match="needs --delivery exactly-once"):
+        settings(delivery="at-least-once")

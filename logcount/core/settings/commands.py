@@ -215,6 +215,9 @@ class RunSettings(ServiceFields, CountingFields, KafkaClientFields):
             if self.final_topic is not None:
                 raise ConfigError("--final-topic needs --emit-final GRACE")
             return
+        if self.delivery != "exactly-once":
+            raise ConfigError("--emit-final needs --delivery exactly-once: a final record is "
+                              "published once only inside the batch's transaction")
         final = self.final_topic_name
         taken = {self.input_topic, self.output_topic, self.dlq_topic,
                  self.output_topic + "-state"}
