@@ -18,10 +18,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from logcount.core.settings.values import ROLLUP_WINDOWS as ROLLUPS
 from logcount.pipeline.hour_records import minute_index, minute_text
 from logcount.pipeline.watermark import honest_newest
 
-__all__ = ["FACTS_VERSION", "BatchSeen", "Closing", "ClosingFacts", "ClosingState",
+__all__ = ["FACTS_VERSION", "ROLLUPS", "BatchSeen", "Closing", "ClosingFacts", "ClosingState",
            "PartitionFacts", "clock_second", "decide", "grace_text", "second_text", "watermark"]
 
 # Versioned like the state's other records: a later layout is refused by this one, not misread.
@@ -123,10 +124,20 @@ class ClosingState:
     final_topic: str
     grace_seconds: int
     facts: ClosingFacts
+    # --rollup: the window lengths in minutes (60, 1440) whose totals are published once every
+    # minute of the window is final; () without. Part of the identity: a change is refused.
+    rollups: tuple[int, ...] = ()
 
     def to_json(self) -> dict[str, object]:
+        more = {"rollups": list(self.rollups)} if self.rollups else {}
         return {"final_topic": self.final_topic, "grace_seconds": self.grace_seconds,
-                "facts": self.facts.to_json()}
+                "facts": self.facts.to_json(), **more}
+
+    def kept_from(self) -> int:
+        """The first minute that must stay in memory: every minute not yet final, and those of
+        a rollup window not yet closed (the largest window's start)."""
+        closed = self.facts.closed_before or 0
+        return closed - closed % max(self.rollups) if self.rollups else closed
 
     @classmethod
     def from_json(cls, v: object) -> ClosingState:
@@ -134,7 +145,11 @@ class ClosingState:
         if not isinstance(v, dict) or not isinstance(v.get("final_topic"), str) \
                 or type(v.get("grace_seconds")) is not int or v["grace_seconds"] <= 0:
             raise ValueError("the closing state lacks its final topic or grace")
-        return cls(v["final_topic"], v["grace_seconds"], ClosingFacts.from_json(v.get("facts")))
+        rollups = v.get("rollups", [])
+        if not isinstance(rollups, list) or any(r not in ROLLUPS.values() for r in rollups):
+            raise ValueError(f"the closing state has rollups {rollups!r}")
+        return cls(v["final_topic"], v["grace_seconds"], ClosingFacts.from_json(v.get("facts")),
+                   tuple(rollups))
 
 
 def _minute(text: object) -> int:

@@ -18,10 +18,20 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
+import numpy as np
+
 from logcount.connectors.transactional_sink import OutRecord
 from logcount.core.records import FinalRecord, encode_final
 from logcount.core.settings import RunSettings
-from logcount.pipeline.closing import BatchSeen, ClosingState, clock_second, decide, grace_text
+from logcount.pipeline.closing import (
+    BatchSeen,
+    ClosingFacts,
+    ClosingState,
+    PartitionFacts,
+    clock_second,
+    decide,
+    grace_text,
+)
 from logcount.pipeline.hour_records import MINUTE_END, minute_text
 from logcount.pipeline.stage_state import Change, StageState
 
@@ -52,6 +62,10 @@ class Finals:
         self.names = tuple(d.name for d in s.line_format.group_by)
         self.wall = wall or (lambda: datetime.now(UTC))
         self.more = False  # the last decision was cut at MAX_CLOSE_MINUTES: close again at once
+        # Partitions seen caught up by a plan since the last commit, and since when: kept here
+        # rather than committed on their own (a trickle input would double the transactions);
+        # lost in a restart they are seen again later, which closes later, never earlier.
+        self.since: dict[int, int] = {}
 
     def seen(self, starts: Mapping[int, int], stable: Mapping[int, int]) -> Seen:
         return Seen(clock_second(self.wall()),
@@ -66,7 +80,8 @@ class Finals:
         old = state.closing
         if old is None:
             return None
-        got = decide(old.facts, BatchSeen(seen.now, seen.had_input, newest), self.grace)
+        got = decide(self._observed(old.facts, seen), BatchSeen(seen.now, seen.had_input, newest),
+                     self.grace)
         new = got.new
         if not allowed:
             new = old.facts.closed_before
@@ -74,15 +89,29 @@ class Finals:
             lo = self._first(state, old.facts.closed_before, new, list(touched))
             new = min(new, lo + MAX_CLOSE_MINUTES)
         self.more = allowed and new != got.new
-        return ClosingState(old.final_topic, self.grace, replace(got.facts, closed_before=new))
+        return replace(old, grace_seconds=self.grace,
+                       facts=replace(got.facts, closed_before=new))
 
     def due(self, state: StageState, seen: Seen) -> bool:
-        """A batch with nothing to read: whether committing one would change the closing state
-        (a partition caught up since now, a minute closed by the clock)."""
+        """A batch with nothing to read: whether committing one would close a minute (the
+        clock's, or the watermark's once a partition stopped holding it)."""
         more = self.more
         got = self.decide(state, seen, {})
         self.more = more  # only the decision a batch commits says whether more is to close
-        return got is not None and state.closing is not None and got != state.closing
+        return (got is not None and state.closing is not None
+                and got.facts.closed_before != state.closing.facts.closed_before)
+
+    def _observed(self, facts: ClosingFacts, seen: Seen) -> ClosingFacts:
+        """The committed facts with the caught-up times seen since the last commit."""
+        parts = dict(facts.partitions)
+        for p, had_input in seen.had_input.items():
+            if had_input:
+                self.since.pop(p, None)
+                continue
+            f = parts.get(p, PartitionFacts())
+            if f.caught_up_since is None:
+                parts[p] = replace(f, caught_up_since=self.since.setdefault(p, seen.now))
+        return replace(facts, partitions=parts)
 
     def records(self, state: StageState, change: Change) -> list[OutRecord]:
         """The final records of the minutes `change` closes: [before, after) of closed_before."""
@@ -100,18 +129,42 @@ class Finals:
             for m in range(lo, new):
                 n = change.updates.get(m) or state.totals.get(m)
                 out += self._window(topic, m, [((), n)])
-            return out
-        cells = self._series_cells(state, change, lo, new)
-        names = {**state.series.tuples, **change.new_names}
-        for m in range(lo, new):
-            mine = sorted((names[sid], n) for sid, n in cells.get(m, {}).items())
-            out += self._window(topic, m, [(tuple(zip(self.names, t, strict=True)), n)
-                                           for t, n in mine])
+        else:
+            cells = self._series_cells(state, change, lo, new)
+            names = {**state.series.tuples, **change.new_names}
+            for m in range(lo, new):
+                out += self._window(topic, m, self._named(names, cells.get(m, {})))
+        for start, end in _rollup_windows(change.closing.rollups, lo, new):
+            out += self._rollup(topic, state, change, start, end)
         return out
 
+    def _rollup(self, topic: str, state: StageState, change: Change, start: int, end: int
+                ) -> list[OutRecord]:
+        """A rollup window's final totals: the sums of its minutes' (no second pass)."""
+        if state.series is None:
+            keys, vals = state.totals.arrays()
+            i, j = np.searchsorted(keys, [start, end])
+            held = dict(zip(keys[i:j].tolist(), vals[i:j].tolist(), strict=True))
+            held.update({m: n for m, n in change.updates.items() if start <= m < end})
+            return self._window(topic, start, [((), sum(held.values()))], end)
+        sums: dict[int, int] = {}
+        for cells in self._series_cells(state, change, start, end).values():
+            for sid, n in cells.items():
+                sums[sid] = sums.get(sid, 0) + n
+        names = {**state.series.tuples, **change.new_names}
+        return self._window(topic, start, self._named(names, sums), end)
+
+    def _named(self, names: Mapping[int, tuple[str, ...]], totals: Mapping[int, int]
+               ) -> list[tuple[tuple[tuple[str, str], ...], int]]:
+        """Series totals {id: n} as ((name, value), ...) pairs, in the values' order."""
+        mine = sorted((names[sid], n) for sid, n in totals.items())
+        return [(tuple(zip(self.names, t, strict=True)), n) for t, n in mine]
+
     def _window(self, topic: str, minute: int,
-                series: list[tuple[tuple[tuple[str, str], ...], int]]) -> list[OutRecord]:
-        start, end = minute_text(minute), minute_text(minute + 1)
+                series: list[tuple[tuple[tuple[str, str], ...], int]],
+                end_minute: int | None = None) -> list[OutRecord]:
+        start = minute_text(minute)
+        end = minute_text(minute + 1 if end_minute is None else end_minute)
         recs = [FinalRecord(start, end, self.grace_label, self.level, n, dims)
                 for dims, n in series]
         recs.append(FinalRecord(start, end, self.grace_label, self.level,
@@ -144,6 +197,16 @@ class Finals:
             if lo <= m < hi:
                 out.setdefault(m, {})[sid] = n
         return out
+
+
+def _rollup_windows(lengths: Iterable[int], lo: int, new: int) -> list[tuple[int, int]]:
+    """The rollup windows [start, end) a close of [lo, new) completes: their ends in
+    (lo, new], by end, the shorter first."""
+    out = []
+    for w in lengths:
+        first_end = (lo // w + 1) * w
+        out += [(end - w, end) for end in range(first_end, new + 1, w)]
+    return sorted(out, key=lambda se: (se[1], se[1] - se[0]))
 
 
 def _first_held(state: StageState) -> int | None:

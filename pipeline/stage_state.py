@@ -118,9 +118,9 @@ class StageState:
             watermark = newest if watermark is None else max(watermark, newest)
         evict = late_before(watermark, self.horizon_minutes)
         if evict is not None and closing is not None:
-            # A minute leaves memory only once final: this watermark is the newest partition's,
-            # the closing one the oldest's, so a lagging partition would evict open minutes.
-            evict = min(evict, closing.facts.closed_before or 0)
+            # A minute leaves memory only once final (and its rollup windows closed): this
+            # watermark is the newest partition's, the closing one the oldest's.
+            evict = min(evict, closing.kept_from())
         return offsets, watermark, evict
 
     def _series_change(self, ranges, by_minute, now_minute, starts, extra_records,

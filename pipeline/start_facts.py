@@ -35,7 +35,7 @@ def wanted(s: RunSettings) -> Wanted:
     fmt = s.line_format
     return Wanted(s.input_topic, s.output_topic, fmt.level_label, s.delivery == "exactly-once",
                   s.starting_offsets, s.horizon_minutes, counting_settings(fmt),
-                  s.final_topic_name, s.grace_seconds, s.emit_final)
+                  s.final_topic_name, s.grace_seconds, s.emit_final, s.rollup_minutes)
 
 
 def read_table(adm: AdminClient, s: RunSettings) -> dict[bytes, bytes]:

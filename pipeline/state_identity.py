@@ -77,6 +77,7 @@ class Wanted:
     final_topic: str | None = None  # --emit-final: where finals go (None: minutes not closed)
     grace_seconds: int | None = None
     emit_final: str | None = None  # the flag's text, for the operator's lines
+    rollups: tuple[int, ...] = ()  # --rollup's windows in minutes
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "counting", schema_names(self.counting))

@@ -171,8 +171,9 @@ def closing_at_start(old: ClosingState | None, facts: StartFacts, want: Wanted,
     Allowed: turning it on (a state without closing, a final topic with nothing in it), and
     another GRACE (closed minutes stay closed, later ones close with the new one). Refused:
     turning it off (late lines would change minutes published as final), another final topic
-    (its minutes would be missing there, or repeated), and a final topic that already holds
-    records the state knows nothing of (a recount, another stage's: finals twice)."""
+    (its minutes would be missing there, or repeated), another --rollup (a window begun before
+    would be missing, or sum minutes already gone from memory), and a final topic that already
+    holds records the state knows nothing of (a recount, another stage's: finals twice)."""
     if want.final_topic is None or want.grace_seconds is None:
         if old is not None:
             raise StateRefused(
@@ -188,19 +189,30 @@ def closing_at_start(old: ClosingState | None, facts: StartFacts, want: Wanted,
                 f"but the state of output topic {want.output_topic} has closed nothing into it "
                 f"(a recount, or another stage's topic): its final records would be published "
                 f"twice; use a new --final-topic")
-        return ClosingState(want.final_topic, want.grace_seconds, ClosingFacts({}))
+        return ClosingState(want.final_topic, want.grace_seconds, ClosingFacts({}),
+                            want.rollups)
     if old.final_topic != want.final_topic:
         raise StateRefused(
             f"output topic {want.output_topic} closes minutes into final topic "
             f"{old.final_topic}, this start has --final-topic {want.final_topic}: the minutes "
             f"closed so far would be missing there; keep {old.final_topic}, or use a new "
             f"--output-topic (and group) to close into {want.final_topic}")
+    if old.rollups != want.rollups:
+        raise StateRefused(
+            f"output topic {want.output_topic} closes minutes with --rollup "
+            f"{_rollups(old.rollups)}, this start has --rollup {_rollups(want.rollups)}: a "
+            f"window begun before would be missing or miss minutes already gone from memory; "
+            f"keep {_rollups(old.rollups)}, or use a new --final-topic and --output-topic")
     if old.grace_seconds != want.grace_seconds:
         warnings.append(
             f"--emit-final changed from {grace_text(old.grace_seconds)} to "
             f"{want.emit_final or grace_text(want.grace_seconds)}: the minutes closed so far stay "
             f"closed, the next close with the new grace")
-    return ClosingState(old.final_topic, want.grace_seconds, old.facts)
+    return ClosingState(old.final_topic, want.grace_seconds, old.facts, old.rollups)
+
+
+def _rollups(windows: tuple[int, ...]) -> str:
+    return ",".join(grace_text(w * 60) for w in windows) or "(none)"
 
 
 def _fresh_or_recount(ident: Identity, facts: StartFacts, want: Wanted, warnings: list[str],

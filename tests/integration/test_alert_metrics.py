@@ -63,14 +63,19 @@ def test_every_metric_the_alert_rules_name_is_exported(endpoints, names, mysql_d
     build_input(endpoints.bootstrap, names.topic("in"), names.txn_id + "-producer",
                 n_plain=200, n_txn=60)
     stage_port, sink_port = free_port(), free_port()
+    # --emit-final: its gauges are exported only with the flag; the input's minutes close by
+    # the watermark in the batch after the first (the start's first commit closes nothing).
     stage = start_cli(*stage_args(endpoints, names, "--metrics-port", str(stage_port),
-                                  "--trigger-interval", "0.2"), log_path=tmp_path / "stage.log")
+                                  "--trigger-interval", "0.2", "--emit-final", "1m"),
+                      log_path=tmp_path / "stage.log")
     sink = None
     try:
         # A cold Spark start on a loaded 2-core machine: up to minutes before the first commit.
         # 0 while a process is not listening yet.
         wait_for(lambda: metric(stage_port, "logcount_batches_committed_total", down=0.0) >= 1,
                  timeout_s=180, what="the stage's first commit")
+        wait_for(lambda: metric(stage_port, "logcount_last_closed_minute_timestamp_seconds",
+                                down=0.0) > 0, timeout_s=60, what="the stage's first close")
         sink = start_cli(*sink_args(endpoints, names, mysql_db, "--metrics-port",
                                     str(sink_port)), log_path=tmp_path / "sink.log")
         # The sink starts in seconds; its first write follows its first poll (0.5 s).

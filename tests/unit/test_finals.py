@@ -135,19 +135,24 @@ def test_grouped_a_record_per_series_that_counted_a_line_and_the_closed_record_c
         ("10:02", (), 0, True, 0)]
 
 
-def test_a_partition_caught_up_is_committed_once_then_the_clock_closes_a_minute_after_grace():
+def test_a_caught_up_partition_is_remembered_and_the_clock_closes_a_minute_after_grace():
     parts = {0: PartitionFacts(M0, None)}
     st = state({M0: 1}, closed_before=M0, parts=parts)
     f = finals()
     now = clock_second(NOW)
-    seen = Seen(now, {0: False})
-    assert f.due(st, seen)  # p0 caught up: a fact to commit
-    st.closing = f.decide(st, seen, {})
-    assert facts_of(st.closing).partitions[0].caught_up_since == now
-    assert not f.due(st, Seen(now + 59, {0: False}))  # not idle yet, the watermark holds
-    assert f.due(st, Seen(now + 60, {0: False}))  # idle: the clock closes
+    # Caught up is not worth a transaction of its own (a trickle would double them): it is
+    # remembered from the first plan that saw it, and committed with the close it leads to.
+    assert not f.due(st, Seen(now, {0: False}))
+    assert not f.due(st, Seen(now + 59, {0: False}))  # not idle yet: the watermark holds
+    assert f.due(st, Seen(now + 60, {0: False}))  # idle since `now`: the clock closes
     got = f.decide(st, Seen(now + 60, {0: False}), {})
     assert facts_of(got).closed_before == (now + 60 - 60) // 60
+    assert facts_of(got).partitions[0].caught_up_since == now
+    # Input again forgets it: idle only GRACE after the next plan that finds it caught up.
+    f.decide(st, Seen(now + 61, {0: True}), {0: M0})
+    assert not f.due(st, Seen(now + 62, {0: False}))
+    assert not f.due(st, Seen(now + 121, {0: False}))
+    assert f.due(st, Seen(now + 122, {0: False}))
 
 
 def test_a_start_s_first_commit_moves_the_facts_but_closes_nothing():
@@ -298,3 +303,34 @@ def test_a_lagging_partition_s_open_minutes_stay_in_memory_past_the_horizon_unti
 def test_at_least_once_delivery_cannot_publish_finals_once():
     with pytest.raises(ConfigError, match="needs --delivery exactly-once"):
         settings(delivery="at-least-once")
+
+
+def test_a_rollup_window_is_published_once_every_minute_of_it_is_final_as_their_sum():
+    st = state({M0 - 2: 5, M0 + 10: 2, M0 + 59: 1}, closed_before=M0 - 1)
+    st.closing = ClosingState("out-final", 60, ClosingFacts({}, M0 - 1), (60, 1440))
+    change = st.change([OffsetRange(0, 10, 11)], {M0 + 59: 3}, M0 + 100,
+                       closing=ClosingState("out-final", 60, ClosingFacts({}, M0 + 61),
+                                            (60, 1440)))
+    got = decoded(finals().records(st, change))
+    windows = [(r.window_start, r.window_end, r.count, r.closed) for _, r in got
+               if r.window_end != minute_text(minute_index(r.window_start[:16]) + 1)]
+    hour = minute_text(M0 - 60), minute_text(M0)  # 09:00-10:00: its minute 09:58 held 5
+    assert windows == [(*hour, 5, False), (*hour, 5, True),
+                       (minute_text(M0), minute_text(M0 + 60), 6, False),
+                       (minute_text(M0), minute_text(M0 + 60), 6, True)]
+    assert got[-1][0] == minute_text(M0)  # keyed by the window's start, last after its minutes
+    # Minutes stay in memory until their largest rollup window (the day) is closed.
+    assert change.closing is not None and change.closing.kept_from() == M0 - M0 % 1440
+
+
+def test_another_rollup_is_refused_and_the_flag_needs_emit_final():
+    with pytest.raises(StateRefused, match="--rollup 1h, this start has --rollup 1h,1d"):
+        check_start(stored(ClosingState("out-final", 60, ClosingFacts({}), (60,))), {},
+                    facts(), Wanted("in", "out", "ERROR", final_topic="out-final",
+                                    grace_seconds=60, rollups=(60, 1440)))
+    assert settings(rollup="1d,1h").rollup_minutes == (60, 1440)
+    for bad in ("2h", "1h,1h", "1w"):
+        with pytest.raises(ConfigError, match="--rollup takes 1h, 1d or 1h,1d"):
+            settings(rollup=bad)
+    with pytest.raises(ConfigError, match="--rollup needs --emit-final"):
+        settings(emit_final=None, rollup="1h")

@@ -26,6 +26,7 @@ from logcount.core.settings.values import (
     mask_url,
     parse_duration_minutes,
     parse_grace_seconds,
+    parse_rollups,
 )
 from logcount.formats.catalogue import DIMENSIONS, SHAPES, check_group_by
 from logcount.formats.spec import DEFAULT_MAX_SERIES, FormatError, parse_group_by
@@ -61,7 +62,7 @@ class RunSettings(ServiceFields, CountingFields, KafkaClientFields):
                   "input_partitions", "output_partitions", "dlq_partitions",
                   "max_malformed_per_batch", "startup_timeout", "metrics_port",
                   "health_stall_seconds", "refusal_hold_seconds", "replication_factor",
-                  "lateness_horizon", "emit_final", "final_topic", "client_config",
+                  "lateness_horizon", "emit_final", "final_topic", "rollup", "client_config",
                   "kafka_config")
 
     input_topic: str = field(default="logs", metadata=opt("topic of raw log lines"))
@@ -168,9 +169,15 @@ class RunSettings(ServiceFields, CountingFields, KafkaClientFields):
         default=None,
         metadata=opt("with --emit-final: the append-only topic of final records (default: "
                      "OUTPUT_TOPIC-final)", metavar="TOPIC"))
+    rollup: str | None = field(
+        default=None,
+        metadata=opt("with --emit-final: also publish each UTC hour's (1h) and/or day's (1d) "
+                     "final totals per series to the final topic, once every minute of it is "
+                     "final", metavar="1h[,1d]"))
 
     horizon_minutes: int | None = derived()  # --lateness-horizon in minutes (None: off)
     grace_seconds: int | None = derived()  # --emit-final in seconds (None: off)
+    rollup_minutes: tuple[int, ...] = derived()  # --rollup's windows in minutes, ascending
 
     @property
     def txn_id(self) -> str:
@@ -211,9 +218,11 @@ class RunSettings(ServiceFields, CountingFields, KafkaClientFields):
     def _check_emit_final(self) -> None:
         set_derived(self, "grace_seconds",
                     parse_grace_seconds(self.emit_final, "--emit-final"))
+        set_derived(self, "rollup_minutes", parse_rollups(self.rollup, "--rollup"))
         if self.grace_seconds is None:
-            if self.final_topic is not None:
-                raise ConfigError("--final-topic needs --emit-final GRACE")
+            if self.final_topic is not None or self.rollup_minutes:
+                raise ConfigError(f"{'--final-topic' if self.final_topic else '--rollup'} needs "
+                                  f"--emit-final GRACE")
             return
         if self.delivery != "exactly-once":
             raise ConfigError("--emit-final needs --delivery exactly-once: a final record is "

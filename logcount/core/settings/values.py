@@ -90,6 +90,20 @@ def parse_grace_seconds(text: str | None, source: str) -> int | None:
     return int(m.group(1)) * _SECOND_UNITS[m.group(2)]
 
 
+# --rollup's windows, in minutes: UTC hours and days (pipeline/finals.py publishes them).
+ROLLUP_WINDOWS = {"1h": 60, "1d": 1440}
+
+
+def parse_rollups(text: str | None, source: str) -> tuple[int, ...]:
+    """'1h', '1d', '1h,1d' -> window lengths in minutes, ascending; None or '' -> ()."""
+    if text is None or not text.strip():
+        return ()
+    items = [t.strip().lower() for t in text.split(",")]
+    if any(t not in ROLLUP_WINDOWS for t in items) or len(set(items)) != len(items):
+        raise ConfigError(f"{source} takes 1h, 1d or 1h,1d (UTC hours and days), got {text!r}")
+    return tuple(sorted(ROLLUP_WINDOWS[t] for t in items))
+
+
 def parse_kafka_config(items: tuple[str, ...]) -> dict[str, str]:
     """`("security.protocol=SASL_SSL", ...)` -> dict; a bad item is a ConfigError."""
     out: dict[str, str] = {}
