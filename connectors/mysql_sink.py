@@ -1,5 +1,9 @@
 """`logcount sink`: carries the stage's totals from the output topic into MySQL `error_log`
 (or `--table NAME`; with `--group-by` output, one column per dimension: sink_store.counts_ddl).
+Pointed at the final topic (`--emit-final`), it inserts each final record as a row instead, once:
+minutes into `--table`, hour and day rollups into `NAME_1h`, `NAME_1d`, closed windows into
+`NAME_closed` (sink_store.write_finals). The loop is the same for both kinds: the records
+decide (`"final": true`), and the store writes each kind (one kind a topic: batch_kind).
 
     output topic (read_committed)                MySQL, ONE transaction a batch
     +--------------------+  1 poll     +------+  3 apply  +---------------------------------+
@@ -12,15 +16,16 @@
 Exactly-once into MySQL, the seed's transactional pattern. Each turn of the loop (`Sink.turn`):
  1. poll: up to 10,000 records or 0.5 s. The group's rebalances happen in here: an assigned
     partition starts at MySQL's offset (not Kafka's), a revoked one is forgotten.
- 2. decode: records into Totals; an end of partition is the position reached (on a
+ 2. decode: records into Totals (or Finals); an end of partition is the position reached (on a
     transactional topic a commit marker follows the last record); a record of a partition no
     longer assigned is dropped (its new owner reads it from MySQL's offsets); an undecodable
     one is skipped with one warning.
  3. apply: the totals and the next offsets in ONE database transaction (the store:
     connectors/sink_ports.py, on MySQL connectors/mysql_store.py). A crash anywhere leaves both
     or neither, and a replay changes nothing: totals are absolute, records below the stored
-    offsets are skipped under their row lock. A database outage is ridden out inside the store
-    (one WARN line, backoff, one line when it is over), holding this batch.
+    offsets are skipped under their row lock (so a final record's row is inserted once). A
+    database outage is ridden out inside the store (one WARN line, backoff, one line when it is
+    over), holding this batch.
  4. commit: the offsets to Kafka too, asynchronously, only after the database's commit and only
     for lag monitoring: Kafka's copy is never read back, so losing it loses nothing.
 
@@ -57,10 +62,10 @@ from logcount.connectors import kafka_io
 from logcount.connectors.mysql_store import MySQLStore
 from logcount.connectors.sink_kafka import KafkaConsumer, KafkaTopic, fatal_line, is_fatal
 from logcount.connectors.sink_ports import ConsumerFactory, SinkConsumer, SinkStore, TopicView
-from logcount.connectors.sink_store import Total
+from logcount.connectors.sink_store import Final, Record, Total, window_minutes
 from logcount.core.errors import DependencyError, TopicChangedError
 from logcount.core.metrics import Health, SinkMetrics, serve
-from logcount.core.records import decode_total
+from logcount.core.records import MinuteTotal, decode_record
 from logcount.core.settings import SinkSettings
 
 log = logging.getLogger("logcount.sink")
@@ -79,10 +84,17 @@ POLL_RECORDS = 10_000
 POLL_S = 0.5
 
 
-def decode(msg) -> Total | None:
+def decode(msg) -> Record | None:
+    """A running total (the output topic's), or a final record (`"final": true`: the final
+    topic's) at its position; None, with one warning, for a record that is neither."""
     try:
-        value = decode_total(msg.value())
-        return Total(msg.partition(), msg.offset(), value.minute, value.count, value.dims)
+        value = decode_record(msg.value())
+        if isinstance(value, MinuteTotal):
+            return Total(msg.partition(), msg.offset(), value.minute, value.count, value.dims)
+        return Final(msg.partition(), msg.offset(), value.window_start, value.count,
+                     value.dims, value.window_end, value.grace,
+                     window_minutes(value.window_start, value.window_end), value.closed,
+                     value.series)
     except ValueError as exc:
         log.warning("skipping undecodable record %s/%d@%d: %s", msg.topic(), msg.partition(),
                     msg.offset(), exc)
@@ -186,9 +198,9 @@ class Sink:
         assert self.consumer is not None, "run() makes one before the loop"
         return self.consumer
 
-    def _decode(self, msgs: Sequence[Message]) -> tuple[list[Total], dict[int, int]]:
-        """The poll's totals, and the positions reached at the end of partitions."""
-        batch: list[Total] = []
+    def _decode(self, msgs: Sequence[Message]) -> tuple[list[Record], dict[int, int]]:
+        """The poll's records, and the positions reached at the end of partitions."""
+        batch: list[Record] = []
         ends: dict[int, int] = {}
         for msg in msgs:
             err, partition = msg.error(), msg.partition()
@@ -206,9 +218,9 @@ class Sink:
             if partition not in self.assigned:
                 continue  # revoked during this poll: its new owner starts at MySQL's offset
             self.at_eof.discard(partition)
-            total = decode(msg)
-            if total is not None:
-                batch.append(total)
+            record = decode(msg)
+            if record is not None:
+                batch.append(record)
         return batch, ends
 
     def _view(self) -> TopicView:

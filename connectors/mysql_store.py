@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import pymysql
 
 from logcount.connectors import sink_store
-from logcount.connectors.sink_store import Total
+from logcount.connectors.sink_store import Final, Record, Total
 from logcount.core.backoff import Backoff
 from logcount.core.errors import DependencyError, TopicChangedError
 from logcount.core.retry import Retry, retry
@@ -51,7 +51,10 @@ class MySQLStore:
                  sleep: Callable[[float], object] | None = None) -> None:
         self.url = url
         self.table = table
-        self.tables_ready: set[tuple[str, ...]] = set()  # dimensions whose table was checked
+        # (table, dimensions) checked: the counts table by its dimensions (table ""), the final
+        # tables by name (dimensions None: the closed table)
+        self.tables_ready: set[tuple[str, tuple[str, ...] | None]] = set()
+        self.kind: str | None = None  # what this sink's batches hold (sink_store.batch_kind)
         self.conn: Any = None  # a pymysql connection (or the tests' fake), None between them
         self.stop = stop or threading.Event()
         self.connect = connect or (lambda: sink_store.connect(url, create_database, tls_ca))
@@ -144,28 +147,54 @@ class MySQLStore:
             "checking the stored offsets against the topic",
             lambda conn: sink_store.reconcile_topic(conn, group, topic, current_id, ends))
 
-    def apply(self, group: str, topic: str, totals: Sequence[Total],
+    def apply(self, group: str, topic: str, records: Sequence[Record],
               ends: Mapping[int, int] | None = None,
               topic_id: str | None = None) -> dict[int, int]:
-        """Upsert the last total per minute and the next offsets, atomically; return the offsets
-        (sink_store.write_batch). `topic_id` is the id this sink's drift check saw: if MySQL now
+        """Running totals: upsert the last total per minute (sink_store.write_batch); final
+        records: insert a row each (sink_store.write_finals); and the next offsets, atomically;
+        return the offsets. `topic_id` is the id this sink's drift check saw: if MySQL now
         holds another, the records are of another incarnation of the topic and nothing is
-        written. The counts table is created (or checked) first, in a transaction of its own:
-        DDL commits implicitly, so it cannot share the batch's."""
-        dims = sink_store.batch_dims(topic, totals)
-        if totals and dims not in self.tables_ready:
-            self.with_retry("creating the counts table", lambda conn: sink_store.
-                            ensure_counts_table(conn, self.table, topic, dims))
-            self.tables_ready.add(dims)
-        nxt, changed = self.with_retry(
-            "writing a batch",
-            lambda conn: sink_store.write_batch(conn, group, topic, totals, ends, topic_id,
-                                                self.table, dims))
+        written. The tables are created (or checked) first, in transactions of their own: DDL
+        commits implicitly, so it cannot share the batch's."""
+        self.kind = sink_store.batch_kind(topic, records, self.kind)
+        if self.kind == sink_store.FINALS:
+            finals = [r for r in records if isinstance(r, Final)]
+            dims = sink_store.batch_dims(topic, [f for f in finals if not f.closed])
+            self._final_tables(topic, finals, dims)
+            nxt, changed = self.with_retry("writing a batch", lambda conn: sink_store.
+                                           write_finals(conn, group, topic, finals, ends,
+                                                        topic_id, self.table, dims))
+        else:
+            totals = [r for r in records if isinstance(r, Total)]
+            dims = sink_store.batch_dims(topic, totals)
+            if totals and ("", dims) not in self.tables_ready:
+                self.with_retry("creating the counts table", lambda conn: sink_store.
+                                ensure_counts_table(conn, self.table, topic, dims))
+                self.tables_ready.add(("", dims))
+            nxt, changed = self.with_retry("writing a batch", lambda conn: sink_store.
+                                           write_batch(conn, group, topic, totals, ends,
+                                                       topic_id, self.table, dims))
         if changed is not None:
             raise TopicChangedError(
                 f"topic {topic} changed under this sink: MySQL's offsets are of topic id "
                 f"{changed}, this sink read id {topic_id}; nothing written")
         return nxt
+
+    def _final_tables(self, topic: str, finals: Sequence[Final],
+                      dims: tuple[str, ...]) -> None:
+        """The closed table with the first final records, and each window length's table of
+        final totals with its first series record (a grouped stage's first windows may have
+        none: the table's dimensions come with its first row)."""
+        closed = sink_store.closed_table(self.table)
+        if (closed, None) not in self.tables_ready:
+            self.with_retry("creating the closed table", lambda conn: sink_store.
+                            ensure_closed_table(conn, self.table, topic))
+            self.tables_ready.add((closed, None))
+        for name in sink_store.final_tables(self.table, finals):
+            if (name, dims) not in self.tables_ready:
+                self.with_retry(f"creating table {name}", functools.partial(
+                    sink_store.ensure_final_table, name=name, topic=topic, dims=dims))
+                self.tables_ready.add((name, dims))
 
     def close(self) -> None:
         self._drop()

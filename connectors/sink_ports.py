@@ -10,7 +10,7 @@ from typing import Protocol
 
 from confluent_kafka import KafkaError, Message, TopicPartition
 
-from logcount.connectors.sink_store import Total
+from logcount.connectors.sink_store import Record
 
 Rebalance = Callable[[list[TopicPartition]], None]
 ErrorCallback = Callable[[KafkaError], None]
@@ -73,10 +73,13 @@ class SinkStore(Protocol):
         """The drift check (logcount/core/sink_drift.py): repair offsets of another
         incarnation of the topic, store the current id; the drift's reason or None."""
 
-    def apply(self, group: str, topic: str, totals: Sequence[Total],
+    def apply(self, group: str, topic: str, records: Sequence[Record],
               ends: Mapping[int, int] | None = None,
               topic_id: str | None = None) -> dict[int, int]:
-        """The totals (absolute, the last per key) and the next offsets in ONE transaction;
-        the offsets written. TopicChangedError when the stored topic id is not `topic_id`."""
+        """The records and the next offsets in ONE transaction; the offsets written. Running
+        totals (Total) are absolute: the last per key is upserted. Final records (Final) are
+        inserted, a row each, never overwritten: a key already there is a ConfigError. One
+        kind a topic (sink_store.batch_kind: ConfigError). TopicChangedError when the stored
+        topic id is not `topic_id`."""
 
     def close(self) -> None: ...

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 import pymysql
 
@@ -74,6 +75,10 @@ READ_COLUMNS = ("SELECT COLUMN_NAME FROM information_schema.COLUMNS "
 INNODB_KEY_BYTES = 3072
 KEY_BYTES_TIME, KEY_BYTES_DIM = 5, 255 * 4
 _NO_SUCH_TABLE = 1146
+_DUPLICATE_KEY = 1062
+# A table name MySQL takes (64 characters), the longest suffix the final tables add included.
+MYSQL_NAME_CHARS = 64
+CLOSED_SUFFIX = "_closed"
 
 _UNKNOWN_DB = 1049
 # How long one MySQL round trip may stay silent: a batch's write takes milliseconds (a second on a
@@ -91,6 +96,28 @@ class Total:
     log_time: str
     log_count: int
     dims: tuple[tuple[str, str], ...] = ()  # (NAME, value) of a --group-by record
+
+
+@dataclass(frozen=True)
+class Final:
+    """A final topic record (`"final": true`, docs/contract.md) at its position: a series' final
+    total of a window, or (`closed`) the record that says the window is closed."""
+
+    partition: int
+    offset: int
+    log_time: str  # the window's start 'YYYY-MM-DD HH:MM:00'
+    log_count: int  # the series' total, or, closed, the window's lines
+    dims: tuple[tuple[str, str], ...]  # () on a closed record and without --group-by
+    window_end: str
+    grace: str  # the --emit-final the window closed with, as written ('1h')
+    minutes: int  # the window's length: 1, 60 (a UTC hour), 1440 (a UTC day)
+    closed: bool = False
+    series: int = 0  # closed: the window's series records
+
+
+# What the sink hands its store: one kind per topic (batch_kind).
+Record = Total | Final
+TOTALS, FINALS = "running totals", "final records"
 
 
 def _table(name: str) -> str:
@@ -150,13 +177,17 @@ def check_columns(table: str, topic: str, dims: Sequence[str], columns: Sequence
     want = ["log_time", *dims, "log_count"]
     if [c.lower() for c in columns] == [c.lower() for c in want]:
         return
+    if _is_final_table(columns):
+        raise ConfigError(f"topic {topic}: its records are running totals, but MySQL table "
+                          f"{table} holds final records (columns {', '.join(columns)}); give the "
+                          f"sink another --table")
     have = [c for c in columns if c.lower() not in ("log_time", "log_count")]
     raise ConfigError(f"topic {topic}: its records have {_shape(dims)}, but MySQL table {table} "
                       f"has {_shape(have)} (columns {', '.join(columns)}); give the sink "
                       f"another --table")
 
 
-def batch_dims(topic: str, totals: Sequence[Total]) -> tuple[str, ...]:
+def batch_dims(topic: str, totals: Sequence[Record]) -> tuple[str, ...]:
     """The dimension names the records share (() without --group-by); records of two shapes
     in one topic are refused."""
     shapes = {tuple(k for k, _ in t.dims) for t in totals}
@@ -165,6 +196,211 @@ def batch_dims(topic: str, totals: Sequence[Total]) -> tuple[str, ...]:
         raise ConfigError(f"topic {topic}: records with {_shape(a)} and with {_shape(b)}; one "
                           f"MySQL table holds one shape")
     return next(iter(shapes), ())
+
+
+def batch_kind(topic: str, records: Sequence[Record], before: str | None = None) -> str | None:
+    """TOTALS or FINALS: what the batch holds (`before`: what this sink's earlier batches held;
+    None while it has applied none). Running totals and final records in one topic are refused:
+    one is upserted, the other inserted once, into tables of other shapes."""
+    kinds = {FINALS if isinstance(r, Final) else TOTALS for r in records}
+    if before is not None:
+        kinds.add(before)
+    if len(kinds) > 1:
+        raise ConfigError(f"topic {topic}: running totals and final records (\"final\": true) "
+                          f"in one topic; the sink loads one kind a topic: point it at the "
+                          f"stage's output topic or at its final topic")
+    return next(iter(kinds), None)
+
+
+# The final tables (`--topic OUTPUT-final`), insert-only, a row per record: --table holds the
+# minutes' final totals per series, NAME_1h and NAME_1d the rollups' (a table per window length),
+# NAME_closed each closed window (minutes and rollups) with its series and lines.
+
+
+def window_minutes(start: str, end: str) -> int:
+    """A window's length in whole minutes (ValueError when it is none, or not 'YYYY-MM-DD
+    HH:MM:00' text)."""
+    a, b = (datetime.strptime(t, "%Y-%m-%d %H:%M:%S") for t in (start, end))
+    seconds = (b - a).total_seconds()
+    if a.second or b.second or seconds <= 0:
+        raise ValueError(f"not a window of whole minutes: {start} to {end}")
+    return int(seconds // 60)
+
+
+def final_table(table: str, minutes: int) -> str:
+    """The table of a window length's final totals: `table` for minutes, else `table_1h`,
+    `table_1d` (the length in its largest whole unit: `table_2h`, `table_90m`)."""
+    if minutes == 1:
+        return table
+    for unit, n in (("d", 1440), ("h", 60)):
+        if minutes % n == 0:
+            return f"{table}_{minutes // n}{unit}"
+    return f"{table}_{minutes}m"
+
+
+def closed_table(table: str) -> str:
+    return table + CLOSED_SUFFIX
+
+
+def _final_name(name: str) -> str:
+    check_name("--table", name)
+    if len(name) > MYSQL_NAME_CHARS:
+        raise ConfigError(f"MySQL table {name}: over {MYSQL_NAME_CHARS} characters; give the "
+                          f"sink a shorter --table (the final tables add up to "
+                          f"{len(CLOSED_SUFFIX)})")
+    return name
+
+
+def final_columns(dims: Sequence[str]) -> list[str]:
+    return ["log_time", *dims, "log_count", "window_end", "grace"]
+
+
+CLOSED_COLUMNS = ["window_start", "window_end", "series", "log_count", "grace"]
+
+
+def _is_final_table(columns: Sequence[str]) -> bool:
+    return any(c.lower() in ("window_end", "grace") for c in columns)
+
+
+def final_ddl(name: str, dims: Sequence[str], collation: str | None) -> str:
+    """A table of final totals: the counts table's key (log_time, one binary VARCHAR(255) column
+    per dimension) and log_count, then the window's end and the grace it closed with. BIGINT: a
+    busy series' day passes 2^31 lines (25,000 a second)."""
+    _final_name(name)
+    if not dims:
+        return (f"CREATE TABLE IF NOT EXISTS `{name}` (\n"
+                f"        log_time DATETIME NOT NULL,\n        log_count BIGINT NOT NULL,\n"
+                f"        window_end DATETIME NOT NULL,\n        grace VARCHAR(32) NOT NULL,\n"
+                f"        PRIMARY KEY (log_time)\n    )")
+    return counts_ddl(name, dims, collation).replace("        log_count INT NOT NULL,\n",
+                       "        log_count BIGINT NOT NULL,\n        window_end DATETIME NOT NULL,"
+                       "\n        grace VARCHAR(32) NOT NULL,\n", 1)
+
+
+def closed_ddl(table: str) -> str:
+    """The closed windows: each window once, keyed by its start and end (an hour and its first
+    minute start together)."""
+    return (f"CREATE TABLE IF NOT EXISTS `{_final_name(closed_table(table))}` (\n"
+            f"        window_start DATETIME NOT NULL,\n        window_end DATETIME NOT NULL,\n"
+            f"        series INT NOT NULL,\n        log_count BIGINT NOT NULL,\n"
+            f"        grace VARCHAR(32) NOT NULL,\n        PRIMARY KEY (window_start, window_end)"
+            f"\n    )")
+
+
+def insert_finals(name: str, dims: Sequence[str]) -> str:
+    """A plain INSERT (no upsert: a final row is written once; a duplicate key fails)."""
+    cols = final_columns([f"`{check_name('dimension', d)}`" for d in dims])
+    return (f"INSERT INTO `{check_name('--table', name)}` ({', '.join(cols)}) "
+            f"VALUES ({', '.join(['%s'] * len(cols))})")
+
+
+def insert_closed(table: str) -> str:
+    return (f"INSERT INTO `{check_name('--table', closed_table(table))}` "
+            f"({', '.join(CLOSED_COLUMNS)}) VALUES ({', '.join(['%s'] * len(CLOSED_COLUMNS))})")
+
+
+def check_final_columns(name: str, topic: str, dims: Sequence[str] | None,
+                        columns: Sequence[str]) -> None:
+    """Refuse (ConfigError, one line naming both) a table whose columns are not those of the
+    final records (`dims` None: the closed table)."""
+    want = CLOSED_COLUMNS if dims is None else final_columns(dims)
+    if [c.lower() for c in columns] == [c.lower() for c in want]:
+        return
+    if dims is not None and not _is_final_table(columns):
+        theirs = "holds running totals"
+    else:
+        theirs = "has other columns"
+    ours = "closed records" if dims is None else f"final records have {_shape(dims)}"
+    raise ConfigError(f"topic {topic}: its {ours}, but MySQL table {name} {theirs} (columns "
+                      f"{', '.join(columns)}; wanted {', '.join(want)}); give the sink another "
+                      f"--table")
+
+
+def _columns(cur, name: str) -> list[str]:
+    cur.execute(READ_COLUMNS, (name,))
+    return [str(r[0]) for r in cur.fetchall()]
+
+
+def ensure_final_table(conn, name: str, topic: str, dims: Sequence[str]) -> None:
+    """Create a table of final totals if missing (reshaping the empty counts table a start
+    leaves under --table); refuse one of other columns."""
+    with conn.cursor() as cur:
+        columns = _columns(cur, name)
+        if [c.lower() for c in columns] == ["log_time", "log_count"]:
+            cur.execute(f"SELECT 1 FROM `{check_name('--table', name)}` LIMIT 1")
+            if not cur.fetchall():
+                cur.execute(f"DROP TABLE `{name}`")
+                columns = []
+        if not columns:
+            collation = None
+            if dims:
+                cur.execute("SELECT VERSION()")
+                collation = binary_collation(str(cur.fetchone()[0]))
+            cur.execute(final_ddl(name, dims, collation))
+            columns = _columns(cur, name)
+    check_final_columns(name, topic, dims, columns)
+
+
+def ensure_closed_table(conn, table: str, topic: str) -> None:
+    with conn.cursor() as cur:
+        name = closed_table(table)
+        columns = _columns(cur, name)
+        if not columns:
+            cur.execute(closed_ddl(table))
+            columns = _columns(cur, name)
+    check_final_columns(name, topic, None, columns)
+
+
+def final_tables(table: str, finals: Sequence[Final]) -> list[str]:
+    """The tables of final totals a batch writes, minutes first (ensure_final_table)."""
+    return sorted({final_table(table, f.minutes) for f in finals if not f.closed},
+                  key=lambda n: (n != table, n))
+
+
+def _duplicate(name: str, exc: pymysql.err.IntegrityError, topic: str) -> ConfigError:
+    said = str(exc.args[-1]).encode("unicode_escape").decode("ascii")  # one line, any value
+    return ConfigError(
+        f"MySQL table {name} already holds a row of a final record of topic {topic} ({said}): "
+        f"final rows are inserted once and this sink's offsets say it has not written it, so "
+        f"something else did (another sink group, or a recreated final topic read again); "
+        f"nothing written")
+
+
+def write_finals(conn, group: str, topic: str, finals: Sequence[Final],
+                 ends: Mapping[int, int] | None, topic_id: str | None, table: str,
+                 dims: Sequence[str]) -> tuple[dict[int, int], str | None]:
+    """Insert a row per final record and store the next offsets; return them, and the topic id
+    MySQL holds when it is not `topic_id` (then nothing is written), as write_batch does.
+    Records below the stored offsets were applied already and are skipped under their row
+    lock, so each record becomes its row once; a key already there was written by someone else
+    (ConfigError: refused, not overwritten). Series rows first, closed rows last."""
+    with conn.cursor() as cur:
+        stored, changed = _lock(cur, group, topic, topic_id)
+        if changed is not None:
+            return {}, changed
+        rows: dict[str, list[tuple]] = {}
+        nxt: dict[int, int] = {}
+        for f in sorted(finals, key=lambda f: (f.partition, f.offset)):
+            if f.offset < stored.get(f.partition, 0):
+                continue
+            if f.closed:
+                rows.setdefault(closed_table(table), []).append(
+                    (f.log_time, f.window_end, f.series, f.log_count, f.grace))
+            else:
+                rows.setdefault(final_table(table, f.minutes), []).append(
+                    (f.log_time, *(v for _, v in f.dims), f.log_count, f.window_end, f.grace))
+            nxt[f.partition] = f.offset + 1
+        for name in sorted(rows, key=lambda n: (n == closed_table(table), n != table, n)):
+            sql = insert_closed(table) if name == closed_table(table) \
+                else insert_finals(name, dims)
+            try:
+                cur.executemany(sql, rows[name])
+            except pymysql.err.IntegrityError as exc:
+                if exc.args and exc.args[0] == _DUPLICATE_KEY:
+                    conn.rollback()  # the store keeps its connection through our own errors
+                    raise _duplicate(name, exc, topic) from None
+                raise
+        return _store_offsets(cur, group, topic, stored, nxt, ends), None
 
 
 def connect(url: MySQLUrl, create_database: bool = False,
@@ -285,12 +521,9 @@ def write_batch(conn, group: str, topic: str, totals: Sequence[Total],
     reader's position makes the stored offsets equal the topic's end when drained.
     """
     with conn.cursor() as cur:
-        cur.execute(LOCK_TOPIC, (group, topic))
-        row = cur.fetchone()
-        if topic_id is not None and row is not None and row[0] != topic_id:
-            return {}, row[0]
-        cur.execute(LOCK_OFFSETS, (group, topic))
-        stored = {int(p): int(o) for p, o in cur.fetchall()}
+        stored, changed = _lock(cur, group, topic, topic_id)
+        if changed is not None:
+            return {}, changed
         last: dict[tuple[str, ...], int] = {}
         nxt: dict[int, int] = {}
         for t in sorted(totals, key=lambda t: (t.partition, t.offset)):
@@ -298,16 +531,35 @@ def write_batch(conn, group: str, topic: str, totals: Sequence[Total],
                 continue
             last[(t.log_time, *(v for _, v in t.dims))] = t.log_count
             nxt[t.partition] = t.offset + 1
-        for p, end in (ends or {}).items():
-            if end > max(nxt.get(p, 0), stored.get(p, 0)):
-                nxt[p] = end
         if last:
             cur.executemany(upsert_counts(table, dims),
                             [(*key, n) for key, n in sorted(last.items())])
-        if nxt:
-            cur.executemany(UPSERT_OFFSETS,
-                            [(group, topic, p, o) for p, o in sorted(nxt.items())])
-        return nxt, None
+        return _store_offsets(cur, group, topic, stored, nxt, ends), None
+
+
+def _lock(cur, group: str, topic: str,
+          topic_id: str | None) -> tuple[dict[int, int], str | None]:
+    """A batch's first statements: lock the topic's row, then the stored offsets (one order for
+    every transaction: no deadlock with a drift check). The offsets, and the id MySQL holds when
+    it is not `topic_id` (then the batch writes nothing)."""
+    cur.execute(LOCK_TOPIC, (group, topic))
+    row = cur.fetchone()
+    if topic_id is not None and row is not None and row[0] != topic_id:
+        return {}, row[0]
+    cur.execute(LOCK_OFFSETS, (group, topic))
+    return {int(p): int(o) for p, o in cur.fetchall()}, None
+
+
+def _store_offsets(cur, group: str, topic: str, stored: Mapping[int, int],
+                   nxt: dict[int, int], ends: Mapping[int, int] | None) -> dict[int, int]:
+    """A batch's last statement: the next offsets, the ends reached included (never one below
+    what is stored)."""
+    for p, end in (ends or {}).items():
+        if end > max(nxt.get(p, 0), stored.get(p, 0)):
+            nxt[p] = end
+    if nxt:
+        cur.executemany(UPSERT_OFFSETS, [(group, topic, p, o) for p, o in sorted(nxt.items())])
+    return nxt
 
 
 def read_table(url: MySQLUrl) -> dict[str, int]:

@@ -146,14 +146,21 @@ class SeriesEncoder:
 def decode_total(value: bytes) -> MinuteTotal:
     """The output record's value; ValueError (KeyError, TypeError included) when it is not one."""
     try:
-        v = json.loads(value)
-        dims = v.get("dims") or {}
-        if not isinstance(dims, dict):
-            raise TypeError("dims is not an object")
-        return MinuteTotal(str(v["log_time"]), int(v["log_count"]), str(v.get("level", "")),
-                           tuple((str(k), str(x)) for k, x in dims.items()))
+        return _total(json.loads(value))
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"not an output record: {exc!r}") from exc
+
+
+def _dims(v: dict) -> tuple[tuple[str, str], ...]:
+    dims = v.get("dims") or {}
+    if not isinstance(dims, dict):
+        raise TypeError("dims is not an object")
+    return tuple((str(k), str(x)) for k, x in dims.items())
+
+
+def _total(v: dict) -> MinuteTotal:
+    return MinuteTotal(str(v["log_time"]), int(v["log_count"]), str(v.get("level", "")),
+                       _dims(v))
 
 
 @dataclass(frozen=True)
@@ -188,15 +195,27 @@ def decode_final(value: bytes) -> FinalRecord:
         v = json.loads(value)
         if v.get("final") is not True:
             raise TypeError("no \"final\": true")
-        dims = v.get("dims") or {}
-        if not isinstance(dims, dict):
-            raise TypeError("dims is not an object")
-        return FinalRecord(str(v["window_start"]), str(v["window_end"]), str(v["grace"]),
-                           str(v.get("level", "")), int(v["log_count"]),
-                           tuple((str(k), str(x)) for k, x in dims.items()),
-                           v.get("closed") is True, int(v.get("series", 0)))
+        return _final(v)
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"not a final record: {exc!r}") from exc
+
+
+def _final(v: dict) -> FinalRecord:
+    return FinalRecord(str(v["window_start"]), str(v["window_end"]), str(v["grace"]),
+                       str(v.get("level", "")), int(v["log_count"]), _dims(v),
+                       v.get("closed") is True, int(v.get("series", 0)))
+
+
+def decode_record(value: bytes) -> MinuteTotal | FinalRecord:
+    """What the sink reads, parsed once: a final topic record when it has `"final": true`
+    (decode_final), else an output record (decode_total); ValueError when it is neither."""
+    try:
+        v = json.loads(value)
+        if not isinstance(v, dict):
+            raise TypeError(f"a JSON {type(v).__name__}, not an object")
+        return _final(v) if v.get("final") is True else _total(v)
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"not an output or final record: {exc!r}") from exc
 
 
 def encode_dead_letter(d: DeadLetter) -> tuple[bytes, bytes]:

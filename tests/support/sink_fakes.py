@@ -21,7 +21,7 @@ from logcount.connectors.sink_ports import (
     SinkStore,
     TopicView,
 )
-from logcount.connectors.sink_store import Total
+from logcount.connectors.sink_store import Record, Total
 from logcount.core.errors import TopicChangedError
 from logcount.core.records import MinuteTotal, encode_total
 
@@ -178,12 +178,12 @@ class FakeStore(SinkStore):
         self.topic_id = current_id
         return None
 
-    def apply(self, group: str, topic: str, totals: Sequence[Total],
+    def apply(self, group: str, topic: str, records: Sequence[Record],
               ends: Mapping[int, int] | None = None,
               topic_id: str | None = None) -> dict[int, int]:
         if topic_id != self.topic_id:
             raise TopicChangedError(f"topic {topic} changed")
-        last, nxt = newest(totals, self.offsets, ends)
+        last, nxt = newest([r for r in records if isinstance(r, Total)], self.offsets, ends)
         self.totals.update(last)
         self.offsets.update(nxt)
         self.journal.append(("db commit", {"totals": last, "offsets": nxt}))
