@@ -1,9 +1,10 @@
-"""Reading a compacted topic back as a table: the stage's state topic at start."""
+"""Reading a topic back to its end, read_committed: a compacted one as a table (the stage's
+state topic at start), or every record in order (the demo's final topic)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
@@ -30,13 +31,26 @@ def read_table(adm: AdminClient, bootstrap: str, topic: str, extra: Mapping[str,
     the reader (it assigns, never commits): it sits under the stage's group prefix, so the
     group ACL that covers the stage covers it too.
     """
+    table: dict[bytes, bytes] = {}
+    for key, value in read_records(adm, bootstrap, topic, extra, group_id):
+        if key is None:  # the stage keys every record: another writer's, skipped
+            continue
+        if value is None:
+            table.pop(key, None)
+        else:
+            table[key] = value
+    return table
+
+
+def read_records(adm: AdminClient, bootstrap: str, topic: str, extra: Mapping[str, str],
+                 group_id: str) -> Iterator[tuple[bytes | None, bytes | None]]:
+    """Every committed (key, value) of the topic to its end, in offset order per partition."""
     parts = kafka_io.partitions_of(adm, topic) or []
     ends = kafka_io.list_offsets(adm, topic, parts, OffsetSpec.latest())
     starts = kafka_io.list_offsets(adm, topic, parts, OffsetSpec.earliest())
     todo = {p for p in parts if ends[p] > starts[p]}
-    table: dict[bytes, bytes] = {}
     if not todo:
-        return table
+        return
     consumer = Consumer(kafka_io.client_config(bootstrap, extra, **{
         "group.id": group_id, "isolation.level": "read_committed",
         "enable.auto.commit": False, "enable.partition.eof": True,
@@ -65,13 +79,6 @@ def read_table(adm: AdminClient, bootstrap: str, topic: str, extra: Mapping[str,
                 assert partition is not None and offset is not None  # a record has both
                 if offset + 1 >= ends[partition]:
                     todo.discard(partition)
-                if key is None:  # the stage keys every record: another writer's, skipped
-                    continue
-                value = msg.value()
-                if value is None:
-                    table.pop(key, None)
-                else:
-                    table[key] = value
+                yield key, msg.value()
     finally:
         consumer.close()
-    return table

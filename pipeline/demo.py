@@ -38,6 +38,9 @@ def run_demo(s: DemoSettings) -> int:
 
     if s.group_by:
         return _grouped(s, topics, url, run_id)
+    if s.emit_final:
+        from logcount.pipeline.demo_final import run_final_demo
+        return run_final_demo(s, topics, run_id)
     print(f"demo: producing {s.lines} synthetic lines (seed {s.seed}) to {topics['logs']}")
     expected: dict[str, int] = {}
     values = synthetic_values(synthetic_records("seed", s.lines, s.seed), ("ERROR",), expected)

@@ -83,12 +83,17 @@ class Finals:
         got = decide(self._observed(old.facts, seen), BatchSeen(seen.now, seen.had_input, newest),
                      self.grace)
         new = got.new
+        self.more = False
         if not allowed:
             new = old.facts.closed_before
         elif new is not None:
             lo = self._first(state, old.facts.closed_before, new, list(touched))
+            self.more = new > lo + MAX_CLOSE_MINUTES
             new = min(new, lo + MAX_CLOSE_MINUTES)
-        self.more = allowed and new != got.new
+            if old.facts.closed_before is None and lo >= new:
+                # Nothing counted before it: the first close waits for a minute to publish, so
+                # the finals begin at the first counted minute, and nothing before is late.
+                new = None
         return replace(old, grace_seconds=self.grace,
                        facts=replace(got.facts, closed_before=new))
 

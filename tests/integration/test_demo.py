@@ -45,3 +45,18 @@ def test_demo_group_by_service_and_level_equals_the_generators_series(endpoints)
     # the printout names the busiest series first
     table = done.stdout.split("error_log_by_service_level: the busiest", 1)[1].splitlines()
     assert table[2].split()[0] == "checkout", done.stdout
+
+
+def test_demo_emit_final_closes_every_minute_once_and_the_one_after_the_last_line_by_clock(
+        endpoints):
+    if endpoints.kind != "embedded":
+        pytest.skip("logcount demo runs on the embedded stack")
+    done = cli("demo", "--lines", str(LINES), "--seed", str(SEED), "--master", "local[2]",
+               "--emit-final", "30s", timeout=900)
+    assert "RESULT: the final records EQUAL the expectation" in done.stdout, done.stdout
+    rows = [line.split() for line in done.stdout.splitlines()
+            if line.startswith("  20") and len(line.split()) >= 4]
+    # every minute's final beside the generator's, the last one empty and closed by the clock
+    assert rows and all(r[2] == r[3] for r in rows), done.stdout
+    assert rows[-1][2:] == ["0", "0", "(closed", "by", "the", "clock)"], done.stdout
+    assert sum(int(r[2]) for r in rows) > 0

@@ -334,3 +334,12 @@ def test_another_rollup_is_refused_and_the_flag_needs_emit_final():
             settings(rollup=bad)
     with pytest.raises(ConfigError, match="--rollup needs --emit-final"):
         settings(emit_final=None, rollup="1h")
+
+
+def test_a_first_close_with_nothing_counted_before_it_waits_and_nothing_is_late():
+    st = state({M0 + 10: 1}, parts={0: PartitionFacts(M0 + 10, None)})
+    f = finals()
+    got = f.decide(st, Seen(clock_second(NOW), {0: True}), {0: M0 + 5})
+    assert facts_of(got).closed_before is None and not f.more  # 10:08 closable, none held
+    got = f.decide(st, Seen(clock_second(NOW), {0: True}), {0: M0 + 12})
+    assert facts_of(got).closed_before == M0 + 11  # 10:10 counted: the finals begin there

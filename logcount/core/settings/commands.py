@@ -400,6 +400,10 @@ class DemoSettings(Settings):
         "into MySQL table error_log_by_<NAMES>; each DIM is " + ", ".join(DEMO_DIMENSIONS)
         + " (with level: every level, counted apart) or run's NAME=SOURCE",
         metavar="DIM[,DIM...]"))
+    emit_final: str | None = field(default=None, metadata=opt(
+        "show final minutes instead: lines of the last minutes in time order, the stage run "
+        "with --emit-final GRACE until the clock closes the minute after the last line, and "
+        "the final topic compared with the generator's counts", metavar="GRACE"))
 
     # --group-by as run's (name, source) pairs, the demo's names given their sources (() without
     # it), and the MySQL table the demo's totals go to.
@@ -408,6 +412,9 @@ class DemoSettings(Settings):
 
     def __post_init__(self) -> None:
         """Validate, and parse --group-by once."""
+        if parse_grace_seconds(self.emit_final, "--emit-final") and self.group_by:
+            raise ConfigError("demo: --emit-final shows final minutes of the plain demo; "
+                              "leave out --group-by")
         dims = () if self.group_by is None else _dim_pairs(self.group_by, "--group-by")
         set_derived(self, "group_by_dims",
                     tuple((n, DEMO_DIMENSIONS.get(src, src)) for n, src in dims))

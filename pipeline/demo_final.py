@@ -1,0 +1,115 @@
+"""`logcount demo --emit-final GRACE`: the demo's lines in time order over the last minutes, the
+stage running (not --once) so that the clock closes the minutes after the last line, then the
+final topic's records compared with what the generator wrote, minute by minute."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+
+from logcount.connectors import kafka_io, stack
+from logcount.connectors.produce import produce_lines, synthetic_values
+from logcount.connectors.state_topic import read_records
+from logcount.core.records import FinalRecord, decode_final
+from logcount.core.settings import DemoSettings, RunSettings
+from logcount.formats.rule import minute_label
+from logcount.formats.shapes import synthetic_records
+from logcount.pipeline.hour_records import minute_index
+from logcount.pipeline.wiring import wire
+
+# The demo's lines span the minutes before it starts; in time order, so that with a short GRACE
+# none of them is late (a random order over a day, the plain demo's, would make most late).
+SPAN_MINUTES = 5
+# How long the demo waits for the clock to close the minute after the last line: GRACE past
+# its end, plus the time a loaded machine's stage takes to start; then it says what it saw.
+START_ALLOWANCE_S = 180.0
+
+
+def run_final_demo(s: DemoSettings, topics: dict[str, str], run_id: str) -> int:
+    assert s.emit_final is not None
+    now = datetime.now(UTC).replace(tzinfo=None, second=0, microsecond=0)
+    start = now - timedelta(minutes=SPAN_MINUTES)
+    records = sorted(synthetic_records("seed", s.lines, s.seed, span_minutes=SPAN_MINUTES,
+                                       start=start),
+                     key=lambda r: (r.minute is None, r.minute or start))
+    expected: dict[str, int] = {}
+    print(f"demo: producing {s.lines} synthetic lines of the last {SPAN_MINUTES} minutes, in "
+          f"time order (seed {s.seed}), to {topics['logs']}")
+    n = produce_lines(stack.BOOTSTRAP, topics["logs"],
+                      synthetic_values(records, ("ERROR",), expected))
+    final_topic = topics["counts"] + "-final"
+    rs = RunSettings(input_topic=topics["logs"], output_topic=topics["counts"],
+                     dlq_topic=topics["dlq"], group_id=f"demo-{run_id}",
+                     transactional_id=f"demo-{run_id}", master=s.master, metrics_port=0,
+                     emit_final=s.emit_final, final_topic=final_topic)
+    assert rs.grace_seconds is not None
+    quiet = minute_label(minute_index(now.strftime("%Y-%m-%d %H:%M")))  # after the last line
+    print(f"demo: running the stage with --emit-final {s.emit_final} until the clock closes "
+          f"{quiet}, the minute after the last line: {topics['logs']} -> {final_topic}")
+    stage = wire(rs)
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            stage.run()
+        except BaseException as exc:  # noqa: BLE001 - reported on the main thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, name="demo-stage", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + START_ALLOWANCE_S + 60 + rs.grace_seconds
+    finals: list[FinalRecord] = []
+    try:
+        while time.monotonic() < deadline and thread.is_alive():
+            finals = _finals(final_topic)
+            if any(r.closed and r.window_start == quiet for r in finals):
+                break
+            time.sleep(2)
+    finally:
+        stage.stop.event.set()
+        thread.join(120)
+    if failed:
+        raise failed[0]
+    return 0 if report_finals(finals, expected, quiet, n) else 1
+
+
+def _finals(topic: str) -> list[FinalRecord]:
+    adm = kafka_io.admin(stack.BOOTSTRAP)
+    if not kafka_io.partitions_of(adm, topic):
+        return []
+    return [decode_final(v) for _, v in read_records(adm, stack.BOOTSTRAP, topic, {},
+                                                       "demo-final-reader") if v is not None]
+
+
+def report_finals(finals: list[FinalRecord], expected: dict[str, int], quiet: str,
+                  lines: int) -> bool:
+    """Print the final records per minute beside the generator's counts; True when every
+    minute from the first counted one to `quiet` has exactly one final total, equal to the
+    generator's (zero after the last line), and its closed record."""
+    totals: dict[str, list[int]] = {}
+    closed: dict[str, int] = {}
+    for r in finals:
+        if r.closed:
+            closed[r.window_start] = closed.get(r.window_start, 0) + 1
+        else:
+            totals.setdefault(r.window_start, []).append(r.count)
+    print("\nfinal topic: one record per closed minute (and one closed record each)")
+    print("  minute               final  generator")
+    minutes = [m for m in sorted(set(totals) | set(closed) | set(expected)) if m <= quiet]
+    ok = bool(minutes) and quiet in closed
+    for m in minutes:
+        got = totals.get(m, [])
+        want = expected.get(m, 0)
+        good = got == [want] and closed.get(m) == 1
+        ok = ok and good
+        shown = ",".join(map(str, got)) or "-"
+        print(f"  {m}  {shown:>6}  {want:>9}{'' if good else '   <- differs'}"
+              f"{'   (closed by the clock)' if m >= quiet and want == 0 else ''}")
+    print(f"\nexpected (known from how the {lines} lines were generated): "
+          f"{len(expected)} minutes, {sum(expected.values())} ERROR lines; "
+          f"{json.dumps(quiet)} holds none and was closed by the clock")
+    print("RESULT: the final records EQUAL the expectation" if ok else
+          "RESULT: MISMATCH between the final records and the expectation")
+    return ok
