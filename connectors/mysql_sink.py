@@ -63,7 +63,7 @@ from logcount.connectors.mysql_store import MySQLStore
 from logcount.connectors.sink_kafka import KafkaConsumer, KafkaTopic, fatal_line, is_fatal
 from logcount.connectors.sink_ports import ConsumerFactory, SinkConsumer, SinkStore, TopicView
 from logcount.connectors.sink_store import Final, Record, Total, window_minutes
-from logcount.core.errors import DependencyError, TopicChangedError
+from logcount.core.errors import ConfigError, DependencyError, TopicChangedError
 from logcount.core.metrics import Health, SinkMetrics, serve
 from logcount.core.records import MinuteTotal, decode_record
 from logcount.core.settings import SinkSettings
@@ -127,6 +127,7 @@ class Sink:
         self.consumer: SinkConsumer | None = None  # the current one (_new_consumer)
         self.token: object | None = None  # the current one's error_cb token
         self.fatal: KafkaError | None = None  # reported by error_cb
+        self.refused: ConfigError | None = None  # by a rebalance callback, raised by the loop
 
     def run(self) -> int:
         s = self.s
@@ -162,6 +163,8 @@ class Sink:
         msgs = self._consumer().consume(POLL_RECORDS, POLL_S)
         if self.fatal is not None:
             raise DependencyError(f"sink consumer: {fatal_line(self.fatal)}")
+        if self.refused is not None:
+            raise self.refused
         # 2. decode
         batch, ends = self._decode(msgs)
         if self.kafka_down_since is not None:
@@ -291,6 +294,16 @@ class Sink:
 
     def _on_assign(self, consumer: SinkConsumer, parts: list[TopicPartition]) -> None:
         if consumer is not self.consumer:
+            return
+        foreign = sorted({tp.topic for tp in parts} - {self.s.topic})
+        if foreign:
+            # Seen with a static member (group.instance.id) that read another topic in the same
+            # group before, within its session: the broker hands back that assignment. Read, it
+            # would land in this topic's table and offsets.
+            self.refused = ConfigError(
+                f"consumer group {self.s.group_id} handed this sink partitions of topic "
+                f"{', '.join(foreign)}, not of {self.s.topic} (the group read that topic before, "
+                f"with this group.instance.id); give each topic its own --group-id")
             return
         stored = self.store.load_offsets(self.s.group_id, self.s.topic)
         for tp in parts:

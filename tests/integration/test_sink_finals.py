@@ -1,8 +1,9 @@
 """`logcount sink` on the final topic (`run --emit-final`) through the real CLI, broker and
 MariaDB: insert-only final tables exact row by row, grouped and not, closed windows with zero
-lines included; a sink SIGKILLed inside its transaction and run again leaves no row twice and none
-missing; a duplicate key and a table of running totals are refused in one line; rollup windows go
-to a table per length; a topic of both kinds is refused.
+lines included, the stage's hour rollup (`--rollup 1h`) in a table of its own; a sink SIGKILLed
+inside its transaction and run again leaves no row twice and none missing; a duplicate key and a
+table of running totals are refused in one line; rollup windows go to a table per length; a
+topic of both kinds is refused.
 
 The input is written here and the expected rows worked out by construction, never by the
 project's parser: old (2024) timestamps and an hour of grace, so only the watermark closes
@@ -28,8 +29,8 @@ PARTITIONS = 4
 START = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
 SERVICES = ["api", "web", "Web", "caf\u00e9"]
 BUSY = 10  # minutes 10:00-10:09 have lines; 10:03 only WARN ones, 10:06 none at all
-NEWEST = 75  # every partition's newest line is at 11:15: an hour's grace closes 10:00-10:14
-CLOSED = 15
+NEWEST = 125  # every partition's newest line is at 12:05: an hour's grace closes 10:00-11:04
+CLOSED = 65  # and with them the hour 10:00-11:00 (--rollup 1h)
 FMT = ["--json-time-field", "ts", "--json-level-field", "level"]
 
 
@@ -102,27 +103,34 @@ def test_grouped_finals_fill_insert_only_tables_once_and_a_duplicate_is_refused(
     expected = _input(endpoints.bootstrap, names.topic("in"))
     final_topic = names.topic("final")
     cli(*stage_args(endpoints, names, "--once", *FMT, "--group-by", "service",
-                    "--emit-final", "1h", "--final-topic", final_topic))
+                    "--emit-final", "1h", "--final-topic", final_topic, "--rollup", "1h"))
     lines = Counter({_minute(m): 0 for m in range(CLOSED)})
     series = Counter({_minute(m): 0 for m in range(CLOSED)})
     for (minute, _), n in expected.items():
         lines[minute] += n
         series[minute] += 1
     assert series[_minute(3)] == series[_minute(6)] == 0 < series[_minute(0)]
-    assert len(read_all(endpoints.bootstrap, final_topic)) == len(expected) + CLOSED
+    hour: Counter = Counter()
+    for (_, service), n in expected.items():
+        hour[service] += n
+    assert len(read_all(endpoints.bootstrap, final_topic)) == (
+        len(expected) + CLOSED + len(hour) + 1)
 
     _sink(endpoints, names, mysql_db, final_topic, "fin")
     want = sorted((minute, service, n, _text(datetime.strptime(minute, "%Y-%m-%d %H:%M:%S")
                                               + timedelta(minutes=1)), "1h")
                   for (minute, service), n in expected.items())
     assert _rows(mysql_db, "fin", "log_time, service, log_count, window_end, grace") == want
-    closed = _closed_rows(series, lines)
+    assert _rows(mysql_db, "fin_1h", "log_time, service, log_count, window_end, grace") == [
+        (_minute(0), service, n, _minute(60), "1h") for service, n in sorted(hour.items())]
+    closed = sorted([*_closed_rows(series, lines),
+                     (_minute(0), _minute(60), len(hour), sum(hour.values()), "1h")])
     cols = "window_start, window_end, series, log_count, grace"
     assert _rows(mysql_db, "fin_closed", cols) == closed
     # Only the named tables (the start's counts-shaped --table reshaped while empty), no
     # error_log; `Web` and `web` two rows (the binary collation).
     assert sorted(r[0] for r in _query(mysql_db, "SHOW TABLES")) == [
-        "fin", "fin_closed", "kafka_offsets", "kafka_topics"]
+        "fin", "fin_1h", "fin_closed", "kafka_offsets", "kafka_topics"]
     assert {r[1] for r in want} >= {"Web", "web"}
     drained = {p: o for p, o in end_offsets(endpoints.bootstrap, final_topic).items() if o}
     stored = dict(_query(mysql_db, "SELECT kafka_partition, next_offset FROM kafka_offsets "

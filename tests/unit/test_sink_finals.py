@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pymysql
 import pytest
-from confluent_kafka import Message
+from confluent_kafka import Message, TopicPartition
 
 from logcount.connectors import sink_store
-from logcount.connectors.mysql_sink import decode
+from logcount.connectors.mysql_sink import Sink, decode
 from logcount.connectors.mysql_store import MySQLStore
 from logcount.connectors.sink_store import Final, Total
 from logcount.core.errors import ConfigError
@@ -20,7 +20,9 @@ from logcount.core.records import (
     encode_final,
     encode_total,
 )
-from logcount.core.settings import MySQLUrl
+from logcount.core.settings import MySQLUrl, SinkSettings
+from tests.support.fakes import Clock
+from tests.support.sink_fakes import Consumers, FakeStore, FakeTopic, Journal
 
 pytestmark = pytest.mark.unit
 
@@ -284,3 +286,23 @@ def test_a_grouped_stage_s_first_windows_may_be_closed_records_alone():
     assert set(conn.tables) == {"fin_closed"}  # the minutes' table comes with its first row
     store.apply("g", "t-final", [final(1, 3, API)], None, "A")
     assert conn.tables["fin"] == ["log_time", "host", "log_count", "window_end", "grace"]
+
+
+def test_partitions_of_another_topic_handed_to_the_sink_are_refused_not_read():
+    """A static member of a group that read another topic (the output topic's sink, then the
+    final topic's in the same group) may be handed that topic's partitions back: read, its
+    records would land in this topic's table and offsets."""
+    journal: Journal = []
+    topic, store, clock = FakeTopic({0: [(M0, 1)]}), FakeStore(journal), Clock()
+    sink = Sink(SinkSettings(once=True, metrics_port=0), store=store,
+                new_consumer=Consumers(topic, journal), open_topic=lambda: topic, clock=clock,
+                sleep=clock.sleep)
+    sink.start()
+    assert sink.consumer is not None
+    sink._on_assign(sink.consumer, [TopicPartition("error-counts-final", 0)])
+    with pytest.raises(ConfigError) as err:
+        sink.turn()
+    line = str(err.value)
+    assert "\n" not in line and "partitions of topic error-counts-final" in line
+    assert "its own --group-id" in line
+    assert not store.totals and not store.offsets
