@@ -19,11 +19,13 @@ import threading
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from confluent_kafka import KafkaException, Producer
 
 from logcount.connectors import kafka_io, stack
+from logcount.core.records import decode_final
 from logcount.formats.shapes import SeriesCounts, SyntheticRecord, synthetic_records
 from logcount.pipeline.crash import CRASH_EXIT_CODE
 from tests.support.names import Names
@@ -64,6 +66,10 @@ class ChaosConfig:
     # A second stage with --group-by and its own sink over the same input, killed with the
     # first: keyed input (the generator's fleet, some keys nasty), checked per series.
     grouped: bool = False
+    # The stage with --emit-final GRACE --rollup 1h, its input written in time order (each
+    # partition in order; the writer's two producers may interleave chunks, so GRACE must
+    # exceed what a broker bounce can hold one back), its final topic checked record by record.
+    emit_final: str | None = None
 
 
 # The grouped stage's dimensions and its sink's table; the fleet's quiet services get keys that
@@ -233,8 +239,12 @@ class Writer(threading.Thread):
     def _lines(self):
         """(key, value) pairs: the seed shape's lines (the same with or without the fleet), keyed
         by the fleet's service when grouped."""
-        for r in synthetic_records("seed", self.cfg.lines, self.cfg.seed, malformed_ratio=0.01,
-                                   dimensions=self.cfg.grouped):
+        records = synthetic_records("seed", self.cfg.lines, self.cfg.seed, malformed_ratio=0.01,
+                                    dimensions=self.cfg.grouped)
+        if self.cfg.emit_final:  # time order (the malformed lines, which have none, first)
+            records = iter(sorted(records, key=lambda r: (r.minute is not None,
+                                                          r.minute or 0)))
+        for r in records:
             if not self.cfg.grouped:
                 yield None, r.value
                 continue
@@ -296,9 +306,10 @@ def run_chaos(endpoints, names, url, cfg: ChaosConfig, workdir: Path) -> Report:
     report = Report()
     rng = random.Random(cfg.seed)
     kafka_io.ensure_topic(kafka_io.admin(endpoints.bootstrap), names.topic("in"), cfg.partitions)
+    final = ["--emit-final", cfg.emit_final, "--rollup", "1h"] if cfg.emit_final else []
     stage = Supervised("stage", stage_args(
         endpoints, names, "--max-records-per-batch", str(cfg.batch), "--trigger-interval", "0.5",
-        "--delivery", cfg.delivery), workdir / "stage.log")
+        "--delivery", cfg.delivery, *final), workdir / "stage.log")
     sink = Supervised("sink", sink_args(endpoints, names, url), workdir / "sink.log")
     stages, sinks = [stage], [sink]
     gnames = grouped_names(names)
@@ -372,6 +383,8 @@ def run_chaos(endpoints, names, url, cfg: ChaosConfig, workdir: Path) -> Report:
             report.failures.append(f"{proc.name} exited {code} on SIGTERM")
     report.faults["crash_point_fired"] = sum(proc.crashes for proc in stages)
     committed, malformed, totals = check(endpoints, names, url, report)
+    if cfg.emit_final:
+        check_finals(endpoints.bootstrap, names, report, totals)
     if cfg.grouped:
         check_grouped(endpoints.bootstrap, names, url, report, committed, malformed, totals,
                       writer.generated)
@@ -459,6 +472,47 @@ def check(endpoints, names, url, report: Report) -> tuple[list, set, dict[str, i
         report.failures.append("group offsets differ from the input's end offsets")
     _check_no_hanging_transaction(bs, names, report)
     return committed, malformed, totals
+
+
+def check_finals(bs: str, names: Names, report: Report, totals: dict[str, int]) -> None:
+    """The final topic against the output's totals (which `check` held to the expectation):
+    every minute from the first counted one on closed once and in order, its final total
+    exact (zero included), its closed record last; every hour closed is the sum of its
+    minutes."""
+    minutes: dict[str, list] = {}
+    hours: dict[str, list] = {}
+    for m in read_all(bs, names.topic("out") + "-final", timeout_s=300):
+        r = decode_final(m.value())
+        span = (datetime.strptime(r.window_end, "%Y-%m-%d %H:%M:%S")
+                - datetime.strptime(r.window_start, "%Y-%m-%d %H:%M:%S"))
+        windows = minutes if span == timedelta(minutes=1) else hours
+        windows.setdefault(r.window_start, []).append(r)
+    for kind, windows in (("minute", minutes), ("hour", hours)):
+        for start, recs in windows.items():
+            if [r.closed for r in recs] != [False, True] or recs[0].count != recs[1].count:
+                report.failures.append(f"final topic: {kind} {start} has "
+                                       f"{[(r.count, r.closed) for r in recs]}")
+    got = {k: v[0].count for k, v in minutes.items()}
+    first = min(totals) if totals else None
+    want = {}
+    if got and first is not None:
+        t, end = (datetime.strptime(x, "%Y-%m-%d %H:%M:%S") for x in (first, max(got)))
+        while t <= end:
+            key = t.strftime("%Y-%m-%d %H:%M:%S")
+            want[key] = totals.get(key, 0)
+            t += timedelta(minutes=1)
+    if len(got) < 60:
+        report.failures.append(f"final topic: only {len(got)} minutes closed")
+    if got != want:
+        differ = sorted(k for k in set(got) | set(want) if got.get(k) != want.get(k))
+        report.failures.append(f"final topic: {len(differ)} minutes differ from the totals, "
+                               f"first {differ[:3]}")
+    for start, recs in hours.items():
+        h = datetime.strptime(start, "%Y-%m-%d %H:%M:%S")
+        keys = [(h + timedelta(minutes=i)).strftime("%Y-%m-%d %H:%M:%S") for i in range(60)]
+        if recs[0].count != sum(totals.get(k, 0) for k in keys):
+            report.failures.append(f"final topic: hour {start} is not the sum of its minutes")
+    report.series_checked += len(got) + len(hours)
 
 
 def check_grouped(bs: str, names: Names, url, report: Report, committed: list,
