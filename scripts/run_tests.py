@@ -51,6 +51,7 @@ TIMED: tuple[tuple[str, ...], ...] = (
     ("tests/secured", "tests/network"),
     ("tests/chaos/test_chaos.py",),
     ("tests/bench",),
+    ("tests/chaos/test_chaos_final.py",),
     ("tests/chaos/test_heal.py",),
     ("tests/chaos/test_faults.py",),
     ("tests/chaos/test_bad_input.py",),
