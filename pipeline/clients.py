@@ -113,6 +113,7 @@ class Clients:
         self.batch.restart(state, start.must_commit,
                            [(k, None) for k in start.tombstones] + start.records)
         self.report.metrics.state_minutes.set(state.cells())
+        self.report.closed(state)  # --emit-final: the restored last close, before any batch
         series = state.series
         if series is not None and self.s.horizon_minutes is None:
             log.warning("--group-by without --lateness-horizon: the state keeps every (minute, "
