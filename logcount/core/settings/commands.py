@@ -251,15 +251,20 @@ class SinkSettings(ServiceFields, KafkaClientFields):
 
     # The service fields, in the sink's own words.
     once: bool = field(default=False, metadata=opt("drain the topic to its end, then exit"))
-    topic: str = field(default="error-counts", metadata=opt("the stage's output topic"))
-    group_id: str = field(default="logcount-sink", metadata=opt("the sink's consumer group"))
+    topic: str = field(default="error-counts", metadata=opt(
+        "the stage's output topic (totals upserted), or its final topic (--emit-final: each "
+        "record inserted once as a row)"))
+    group_id: str = field(default="logcount-sink", metadata=opt(
+        "the sink's consumer group (one a topic)"))
     mysql_url: str = field(
         default=_MYSQL,
         metadata=opt("mysql://USER[:PASSWORD]@HOST:PORT/DATABASE", secret=mask_url)
     )
     table: str = field(default="error_log", metadata=opt(
         "the MySQL table of the totals (letters, digits and _, starting with a letter); with "
-        "--group-by output, one column per dimension, all of them in its key", metavar="NAME"))
+        "--group-by output, one column per dimension, all of them in its key; of a final topic, "
+        "the minutes' final rows, with NAME_1h and NAME_1d (rollups) and NAME_closed beside it",
+        metavar="NAME"))
     mysql_tls_ca: str | None = field(
         default=None, metadata=opt("require TLS to MySQL, its certificate verified against this "
                                    "CA (PEM) and its host name", metavar="PATH"))
