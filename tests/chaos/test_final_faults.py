@@ -6,6 +6,8 @@ checks its output topic the same way: no duplicate, none missing)."""
 from __future__ import annotations
 
 import json
+import signal
+import time
 from collections import Counter
 from datetime import datetime, timedelta
 
@@ -14,8 +16,9 @@ from confluent_kafka import Producer
 from logcount.connectors import kafka_io
 from logcount.core.records import decode_final
 from logcount.pipeline.crash import CRASH_EXIT_CODE, POINTS
-from tests.support.readers import read_all
-from tests.support.run import cli, stage_args
+from tests.support.proc_tree import signal_tree, stop_at_crash_point
+from tests.support.readers import end_offsets, group_offsets, read_all
+from tests.support.run import cli, stage_args, start_cli, wait_for
 
 PARTITIONS = 4
 PER_PARTITION = 1000
@@ -50,8 +53,13 @@ def test_every_crash_point_in_closing_batches_leaves_each_final_record_exactly_o
         proc = cli(*args, env={"LOGCOUNT_CRASH_AT": f"{point}:2"}, check=False)
         assert proc.returncode == CRASH_EXIT_CODE, (point, proc.stderr[-2000:])
     cli(*args)  # to the end
+    _check_finals(endpoints.bootstrap, names, final_topic, expected)
+
+
+def _check_finals(bootstrap: str, names, final_topic: str, expected: Counter) -> None:
+    """Each minute 09:50-10:27 and the hour 09:00-10:00 once, exact, its closed record last."""
     windows: dict[tuple[str, str], dict] = {}
-    for m in read_all(endpoints.bootstrap, final_topic):
+    for m in read_all(bootstrap, final_topic):
         r = decode_final(m.value())
         w = windows.setdefault((r.window_start, r.window_end), {"total": None, "closed": None})
         assert m.key().decode() == r.window_start
@@ -78,6 +86,54 @@ def test_every_crash_point_in_closing_batches_leaves_each_final_record_exactly_o
     assert windows[hour]["total"] == sum(expected[m] for m, _ in minutes[:10])
     # The output topic's last totals are exact too, the closed minutes' equal to their finals.
     last = {m.key().decode(): json.loads(m.value())["log_count"]
-            for m in read_all(endpoints.bootstrap, names.topic("out"))}
+            for m in read_all(bootstrap, names.topic("out"))}
     assert last == dict(expected)
-    assert not read_all(endpoints.bootstrap, names.topic("dlq"))  # nothing late, in order
+    assert not read_all(bootstrap, names.topic("dlq"))  # nothing late, in order
+
+
+# A transaction timeout the broker enforces soon (it checks every 10 s): a freeze past it.
+TXN_TIMEOUT_MS = 8000
+
+
+def test_a_freeze_past_the_transaction_timeout_and_a_takeover_publish_each_final_once(
+        endpoints, names, tmp_path):
+    """A stage frozen with a closing batch's transaction open until the broker aborts it, then
+    resumed (it recovers in-process), then frozen again while a second instance takes the
+    transactional id and finishes: the frozen one exits without publishing, and the final
+    topic holds each minute once."""
+    expected = _input(endpoints.bootstrap, names.topic("in"))
+    final_topic = names.topic("final")
+    args = stage_args(endpoints, names, "--max-records-per-batch", str(BATCH),
+                      "--trigger-interval", "0.2", "--emit-final", "1m", "--final-topic",
+                      final_topic, "--rollup", "1h",
+                      "--kafka-config", f"transaction.timeout.ms={TXN_TIMEOUT_MS}")
+    log = tmp_path / "stage.log"
+    stage = start_cli(*args, log_path=log, env={
+        "LOGCOUNT_CRASH_AT": "after_send_offsets:3,after_send_offsets:5",
+        "LOGCOUNT_CRASH_MODE": "stop"})
+    new = None
+    try:
+        stop_at_crash_point(stage)  # batch 3: its finals produced, its transaction open
+        frozen = time.monotonic()
+        wait_for(lambda: time.monotonic() - frozen > TXN_TIMEOUT_MS / 1000 + 12, timeout_s=60,
+                 what="the broker to abort the frozen transaction")
+        signal_tree(stage.pid, signal.SIGCONT)
+        stop_at_crash_point(stage)  # batch 5, after recovering from the fencing
+        assert "cause fenced_after_freeze" in log.read_text(), log.read_text()[-3000:]
+        new = start_cli(*args, log_path=tmp_path / "new.log")
+        ends = end_offsets(endpoints.bootstrap, names.topic("in"))
+        wait_for(lambda: group_offsets(endpoints.bootstrap, names.group,
+                                       names.topic("in")) == ends,
+                 timeout_s=240, what="the second instance to finish the input")
+        written = end_offsets(endpoints.bootstrap, final_topic)
+        signal_tree(stage.pid, signal.SIGCONT)
+        assert stage.wait(60) == 1, log.read_text()[-3000:]
+        assert end_offsets(endpoints.bootstrap, final_topic) == written, "the zombie published"
+        new.send_signal(signal.SIGTERM)
+        assert new.wait(60) == 0
+    finally:
+        for p in (stage, new):
+            if p is not None and p.poll() is None:
+                signal_tree(p.pid, signal.SIGCONT)
+                p.kill()
+    _check_finals(endpoints.bootstrap, names, final_topic, expected)

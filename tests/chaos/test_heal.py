@@ -26,6 +26,7 @@ from tests.support.exact import assert_exact
 from tests.support.inputs import build_input
 from tests.support.metrics import label_sets, sample
 from tests.support.ports import free_port
+from tests.support.proc_tree import signal_tree, stop_at_crash_point
 from tests.support.readers import end_offsets, group_offsets, held_topics, sink_offsets
 from tests.support.run import cli, sink_args, stage_args, start_cli, wait_for
 
@@ -43,34 +44,11 @@ FENCE_SHOWS_S = 5.0
 
 
 
-def _tree(pid: int) -> list[int]:
-    """pid and all its descendants (the stage and its Spark JVM)."""
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        tasks = Path(f"/proc/{p}/task")
-        for task in tasks.iterdir() if tasks.exists() else ():
-            with contextlib.suppress(OSError):
-                todo += [int(c) for c in (task / "children").read_text().split()]
-    return out
-
-
-def _signal_tree(pid: int, sig: int) -> None:
-    for p in _tree(pid):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(p, sig)
-
-
 def _pid(service: stack.Kafka | stack.MariaDB) -> int:
     """The embedded service's pid: it runs (the stack fixture started it)."""
     pid = service.pid()
     assert pid is not None, f"{type(service).__name__} is not running"
     return pid
-
-
-def _state(pid: int) -> str:
-    return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
 
 
 def _open_transaction(bootstrap: str, names) -> bool:
@@ -101,14 +79,6 @@ def _commits_after(log_text: str, t: float) -> list[float]:
             if re.search(r" batch \d+ committed", ln) and _log_time(ln) >= t]
 
 
-def _stop_at_crash_point(stage: subprocess.Popen) -> None:
-    """The stage stops itself at its crash point; then its whole tree is stopped too."""
-    wait_for(lambda: stage.poll() is not None or _state(stage.pid) == "T", timeout_s=240,
-             what="the stage to stop at its crash point")
-    assert stage.poll() is None, "the stage exited instead of stopping"
-    _signal_tree(stage.pid, signal.SIGSTOP)
-
-
 def test_freezes_short_past_the_timeout_and_with_a_takeover(endpoints, names, mysql_db,
                                                            tmp_path):
     inp = build_input(endpoints.bootstrap, names.topic("in"), names.txn_id + "-producer")
@@ -127,9 +97,9 @@ def test_freezes_short_past_the_timeout_and_with_a_takeover(endpoints, names, my
     try:
         # 1. A freeze shorter than the transaction timeout, but longer than the watchdog's
         # limit on the call it stopped in: neither a hang nor a fencing.
-        _stop_at_crash_point(stage)
+        stop_at_crash_point(stage)
         time.sleep(SHORT_FREEZE_S)
-        _signal_tree(stage.pid, signal.SIGCONT)
+        signal_tree(stage.pid, signal.SIGCONT)
         wait_for(lambda: "batch 2 committed" in log_path.read_text(), timeout_s=60,
                  what="batch 2 to commit after the short freeze")
         text = log_path.read_text()
@@ -141,14 +111,14 @@ def test_freezes_short_past_the_timeout_and_with_a_takeover(endpoints, names, my
 
         # 2. Stopped with a transaction open until the broker has aborted it (fencing our
         # producer's epoch): the stage recovers in-process and commits within RESUME_S.
-        _stop_at_crash_point(stage)
+        stop_at_crash_point(stage)
         assert _open_transaction(endpoints.bootstrap, names), "batch 4's transaction is open"
         frozen_at = time.monotonic()
         wait_for(lambda: time.monotonic() - frozen_at >= 12
                  and not _open_transaction(endpoints.bootstrap, names),
                  timeout_s=90, step_s=1, what="the broker to abort the frozen transaction")
         resumed = time.time()
-        _signal_tree(stage.pid, signal.SIGCONT)
+        signal_tree(stage.pid, signal.SIGCONT)
         wait_for(lambda: stage.poll() is not None or _commits_after(log_path.read_text(),
                                                                     resumed),
                  timeout_s=60, what="the next commit after the stage resumed")
@@ -167,14 +137,14 @@ def test_freezes_short_past_the_timeout_and_with_a_takeover(endpoints, names, my
         # 3. Frozen again; meanwhile a second instance takes the transactional id and finishes
         # the input. The frozen one, resumed, finds the other's claim and exits publishing
         # nothing.
-        _stop_at_crash_point(stage)
+        stop_at_crash_point(stage)
         new = start_cli(*args, log_path=tmp_path / "new.log")
         ends = end_offsets(endpoints.bootstrap, names.topic("in"))
         wait_for(lambda: group_offsets(endpoints.bootstrap, names.group,
                                        names.topic("in")) == ends,
                  timeout_s=240, what="the second instance to finish the input")
         written = {t: end_offsets(endpoints.bootstrap, names.topic(t)) for t in ("out", "dlq")}
-        _signal_tree(stage.pid, signal.SIGCONT)
+        signal_tree(stage.pid, signal.SIGCONT)
         assert stage.wait(60) == 1
         last = log_path.read_text().strip().splitlines()[-1]
         assert last.startswith("logcount: error: another instance") and \
@@ -186,7 +156,7 @@ def test_freezes_short_past_the_timeout_and_with_a_takeover(endpoints, names, my
     finally:
         for p in (stage, new):
             if p is not None and p.poll() is None:
-                _signal_tree(p.pid, signal.SIGCONT)
+                signal_tree(p.pid, signal.SIGCONT)
                 p.kill()
     assert "Traceback" not in log_path.read_text()
     cli(*sink_args(endpoints, names, mysql_db, "--once"))
