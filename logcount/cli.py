@@ -94,6 +94,10 @@ def _bench(args: argparse.Namespace) -> int:
         from logcount.bench.soak import plan_from_settings, run_soak
 
         return run_soak(plan_from_settings(settings))
+    if settings.final:
+        from logcount.bench.emit_final import run_final
+
+        return run_final(settings)
     if settings.grouping:
         from logcount.bench.grouping import run_grouping
 
@@ -129,7 +133,8 @@ EXAMPLES = {
     "bench": """examples:
   logcount bench --lines 5000000 --out bench-results
   logcount bench --soak 20 --out soak-results   # endurance: 20 minutes at 2,000 lines/s
-  logcount bench --grouping --ab-base ../logcount-before --lines 1000000   # --group-by's cost""",
+  logcount bench --grouping --ab-base ../logcount-before --lines 1000000   # --group-by's cost
+  logcount bench --final --out final-results   # --emit-final 1m's CPU and closing delay""",
 }
 
 

@@ -486,7 +486,22 @@ class BenchSettings(Settings):
         "with --grouping: the parts to run, in their order: shapes (needs --ab-base), filebeat, "
         "latency", metavar="PART[,PART...]"))
 
+    final: bool = field(default=False, metadata=opt(
+        "run the --emit-final figures instead (logcount/bench/emit_final.py): at each of "
+        "--final-rates, the stage at its defaults without and with --emit-final 1m on lines "
+        "stamped with the current time: CPU per line both ways, and each live minute's closed "
+        "record's delay past its end + GRACE; writes final.json and final.md"))
+    final_rates: str = field(default="2000,20000", metadata=opt(
+        "with --final: the rates (lines/s) to run, in this order", metavar="RATE[,RATE...]"))
+    final_seconds: float = field(default=180.0, metadata=opt(
+        "with --final: seconds of each run's CPU window, after --latency-warmup-seconds",
+        **POSITIVE))
+    final_minutes: int = field(default=5, metadata=opt(
+        "with --final: closed minutes the emit-final run waits for after its warm-up (their "
+        "delays are the figures)", lo=1, hi=60))
+
     grouping_part_names: tuple[str, ...] = derived()  # --grouping-parts, in the bench's order
+    final_rate_list: tuple[int, ...] = derived()  # --final-rates, parsed
 
     def __post_init__(self) -> None:
         """Validate, and parse --grouping-parts once."""
@@ -499,6 +514,14 @@ class BenchSettings(Settings):
                               f"{', '.join(GROUPING_PARTS)}")
         parts = tuple(p for p in GROUPING_PARTS if p in named)
         set_derived(self, "grouping_part_names", parts)
+        try:
+            rates = tuple(int(r) for r in self.final_rates.split(","))
+        except ValueError:
+            rates = ()
+        if not rates or min(rates) < 20:
+            raise ConfigError(f"--final-rates {self.final_rates!r}: whole lines/s of at least "
+                              "20, comma-separated")
+        set_derived(self, "final_rate_list", rates)
         if self.grouping and "shapes" in parts and not self.ab_base:
             raise ConfigError("--grouping needs --ab-base DIR (a checkout of the code before "
                               "grouping, run as the A/B's B side) unless --grouping-parts "
