@@ -40,7 +40,7 @@ def run_demo(s: DemoSettings) -> int:
         return _grouped(s, topics, url, run_id)
     if s.emit_final:
         from logcount.pipeline.demo_final import run_final_demo
-        return run_final_demo(s, topics, run_id)
+        return run_final_demo(s, topics, run_id, url)
     print(f"demo: producing {s.lines} synthetic lines (seed {s.seed}) to {topics['logs']}")
     expected: dict[str, int] = {}
     values = synthetic_values(synthetic_records("seed", s.lines, s.seed), ("ERROR",), expected)

@@ -1,6 +1,7 @@
 """`logcount demo --emit-final GRACE`: the demo's lines in time order over the last minutes, the
-stage running (not --once) so that the clock closes the minutes after the last line, then the
-final topic's records compared with what the generator wrote, minute by minute."""
+stage running (not --once) so that the clock closes the minutes after the last line, the sink
+loading the final topic into MySQL (error_log_final, insert-only), and that final table compared
+with what the generator wrote, minute by minute."""
 
 from __future__ import annotations
 
@@ -9,11 +10,15 @@ import threading
 import time
 from datetime import UTC, datetime, timedelta
 
+import pymysql
+
 from logcount.connectors import kafka_io, stack
+from logcount.connectors.mysql_sink import run_sink
 from logcount.connectors.produce import produce_lines, synthetic_values
+from logcount.connectors.sink_store import read_series
 from logcount.connectors.state_topic import read_records
 from logcount.core.records import FinalRecord, decode_final
-from logcount.core.settings import DemoSettings, RunSettings
+from logcount.core.settings import DemoSettings, MySQLUrl, RunSettings, SinkSettings
 from logcount.formats.rule import minute_label
 from logcount.formats.shapes import synthetic_records
 from logcount.pipeline.hour_records import minute_index
@@ -27,7 +32,10 @@ SPAN_MINUTES = 5
 START_ALLOWANCE_S = 180.0
 
 
-def run_final_demo(s: DemoSettings, topics: dict[str, str], run_id: str) -> int:
+FINAL_TABLE = "error_log_final"
+
+
+def run_final_demo(s: DemoSettings, topics: dict[str, str], run_id: str, url: MySQLUrl) -> int:
     assert s.emit_final is not None
     now = datetime.now(UTC).replace(tzinfo=None, second=0, microsecond=0)
     start = now - timedelta(minutes=SPAN_MINUTES)
@@ -72,7 +80,25 @@ def run_final_demo(s: DemoSettings, topics: dict[str, str], run_id: str) -> int:
         thread.join(120)
     if failed:
         raise failed[0]
-    return 0 if report_finals(finals, expected, quiet, n) else 1
+    print(f"demo: running the sink once: {final_topic} -> MySQL {url!r} {FINAL_TABLE} "
+          f"(insert-only)")
+    run_sink(SinkSettings(once=True, topic=final_topic, group_id=f"demo-final-sink-{run_id}",
+                          mysql_url=repr(url), table=FINAL_TABLE))
+    table = {k[0]: n for k, n in read_series(url, FINAL_TABLE, ()).items()}
+    return 0 if report_finals(table, _closed(url), expected, quiet, n) else 1
+
+
+def _closed(url: MySQLUrl) -> set[str]:
+    """The minutes error_log_final_closed says are closed."""
+    conn = pymysql.connect(host=url.host, port=url.port, user=url.user, password=url.password,
+                           database=url.database)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"SELECT window_start FROM {FINAL_TABLE}_closed "
+                        f"WHERE window_end = window_start + INTERVAL 1 MINUTE")
+            return {t.strftime("%Y-%m-%d %H:%M:00") for (t,) in cur.fetchall()}
+    finally:
+        conn.close()
 
 
 def _finals(topic: str) -> list[FinalRecord]:
@@ -83,33 +109,25 @@ def _finals(topic: str) -> list[FinalRecord]:
                                                        "demo-final-reader") if v is not None]
 
 
-def report_finals(finals: list[FinalRecord], expected: dict[str, int], quiet: str,
-                  lines: int) -> bool:
-    """Print the final records per minute beside the generator's counts; True when every
-    minute from the first counted one to `quiet` has exactly one final total, equal to the
-    generator's (zero after the last line), and its closed record."""
-    totals: dict[str, list[int]] = {}
-    closed: dict[str, int] = {}
-    for r in finals:
-        if r.closed:
-            closed[r.window_start] = closed.get(r.window_start, 0) + 1
-        else:
-            totals.setdefault(r.window_start, []).append(r.count)
-    print("\nfinal topic: one record per closed minute (and one closed record each)")
-    print("  minute               final  generator")
-    minutes = [m for m in sorted(set(totals) | set(closed) | set(expected)) if m <= quiet]
+def report_finals(table: dict[str, int], closed: set[str], expected: dict[str, int],
+                  quiet: str, lines: int) -> bool:
+    """Print the final table beside the generator's counts; True when every minute from the
+    first counted one to `quiet` has its row, equal to the generator's (zero after the last
+    line), and is closed."""
+    print(f"\n{FINAL_TABLE}: one row per closed minute, inserted once")
+    print("  log_time             final  generator")
+    minutes = [m for m in sorted(set(table) | closed | set(expected)) if m <= quiet]
     ok = bool(minutes) and quiet in closed
     for m in minutes:
-        got = totals.get(m, [])
         want = expected.get(m, 0)
-        good = got == [want] and closed.get(m) == 1
+        good = table.get(m) == want and m in closed
         ok = ok and good
-        shown = ",".join(map(str, got)) or "-"
+        shown = "-" if m not in table else str(table[m])
         print(f"  {m}  {shown:>6}  {want:>9}{'' if good else '   <- differs'}"
               f"{'   (closed by the clock)' if m >= quiet and want == 0 else ''}")
     print(f"\nexpected (known from how the {lines} lines were generated): "
           f"{len(expected)} minutes, {sum(expected.values())} ERROR lines; "
           f"{json.dumps(quiet)} holds none and was closed by the clock")
-    print("RESULT: the final records EQUAL the expectation" if ok else
-          "RESULT: MISMATCH between the final records and the expectation")
+    print(f"RESULT: {FINAL_TABLE} EQUALS the expectation" if ok else
+          f"RESULT: MISMATCH between {FINAL_TABLE} and the expectation")
     return ok
