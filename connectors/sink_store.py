@@ -325,20 +325,27 @@ def ensure_final_table(conn, name: str, topic: str, dims: Sequence[str]) -> None
     """Create a table of final totals if missing (reshaping the empty counts table a start
     leaves under --table); refuse one of other columns."""
     with conn.cursor() as cur:
-        columns = _columns(cur, name)
-        if [c.lower() for c in columns] == ["log_time", "log_count"]:
-            cur.execute(f"SELECT 1 FROM `{check_name('--table', name)}` LIMIT 1")
-            if not cur.fetchall():
-                cur.execute(f"DROP TABLE `{name}`")
-                columns = []
-        if not columns:
-            collation = None
-            if dims:
-                cur.execute("SELECT VERSION()")
-                collation = binary_collation(str(cur.fetchone()[0]))
-            cur.execute(final_ddl(name, dims, collation))
-            columns = _columns(cur, name)
+        columns = _made(cur, name, dims, final_ddl, reshape=True)
     check_final_columns(name, topic, dims, columns)
+
+
+def _made(cur, table: str, dims: Sequence[str], ddl, reshape: bool) -> list[str]:
+    """The table's columns, creating it with `ddl(table, dims, collation)` when missing; with
+    `reshape`, the empty ungrouped counts table a start leaves is dropped and made anew."""
+    columns = _columns(cur, table)
+    if reshape and [c.lower() for c in columns] == ["log_time", "log_count"]:
+        cur.execute(f"SELECT 1 FROM `{check_name('--table', table)}` LIMIT 1")
+        if not cur.fetchall():
+            cur.execute(f"DROP TABLE `{check_name('--table', table)}`")
+            columns = []
+    if not columns:
+        collation = None
+        if dims:
+            cur.execute("SELECT VERSION()")
+            collation = binary_collation(str(cur.fetchone()[0]))
+        cur.execute(ddl(table, dims, collation))
+        columns = _columns(cur, table)
+    return columns
 
 
 def ensure_closed_table(conn, table: str, topic: str) -> None:
@@ -464,21 +471,7 @@ def ensure_counts_table(conn, table: str, topic: str, dims: Sequence[str]) -> No
     """Create the counts table for records of these dimensions if missing; reshape an empty
     ungrouped one (as a start leaves it) for grouped records; refuse one of other columns."""
     with conn.cursor() as cur:
-        cur.execute(READ_COLUMNS, (table,))
-        columns = [str(r[0]) for r in cur.fetchall()]
-        if dims and [c.lower() for c in columns] == ["log_time", "log_count"]:
-            cur.execute(f"SELECT 1 FROM `{check_name('--table', table)}` LIMIT 1")
-            if not cur.fetchall():
-                cur.execute(f"DROP TABLE `{check_name('--table', table)}`")
-                columns = []
-        if not columns:
-            collation = None
-            if dims:
-                cur.execute("SELECT VERSION()")
-                collation = binary_collation(str(cur.fetchone()[0]))
-            cur.execute(counts_ddl(table, dims, collation))
-            cur.execute(READ_COLUMNS, (table,))
-            columns = [str(r[0]) for r in cur.fetchall()]
+        columns = _made(cur, table, dims, counts_ddl, reshape=bool(dims))
     check_columns(table, topic, dims, columns)
 
 
