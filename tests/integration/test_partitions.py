@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 import signal
+from dataclasses import dataclass
 
 import pytest
 from confluent_kafka import Producer
@@ -59,12 +60,35 @@ def check_topics(bootstrap: str, names: Names, expected, malformed) -> None:
     assert len(ends) == PARTITIONS and sum(1 for e in ends.values() if e == 0) == IDLE
 
 
+@dataclass(frozen=True)
+class OnInput(Names):
+    """A test's own names (output, DLQ, group, transactional id, database) over an input topic
+    that other tests read too."""
+
+    input: str = ""
+
+    def topic(self, role: str) -> str:
+        return self.input if role == "in" else super().topic(role)
+
+
+@pytest.fixture(scope="module")
+def filled(endpoints):
+    """The 256-partition input of test_256_input_partitions_are_exact, filled and read back
+    once for its three cases (the same lines, seed and transactions each case filled for itself
+    before), and its expectation: (topic, (expected, malformed, aborted)). Nothing writes to an
+    input; each case reads it with its own group into its own output, DLQ and database."""
+    n = Names.unique("256-in")
+    fill(endpoints.bootstrap, n.topic("in"), n.txn_id + "-producer", 24_000)
+    return n.topic("in"), expected_of(endpoints.bootstrap, n.topic("in"))
+
+
 @pytest.mark.parametrize("case", ["defaults", "flags", "existing"])
-def test_256_input_partitions_are_exact(endpoints, names, mysql_db, case):
+def test_256_input_partitions_are_exact(endpoints, names, mysql_db, filled, case):
     """Output and DLQ get the partitions chosen for them (1 each by default, or the flags'), an
     output that already exists is used as it is; totals, DLQ and group offsets exact."""
     bs = endpoints.bootstrap
-    fill(bs, names.topic("in"), names.txn_id + "-producer", 24_000)
+    topic, (expected, malformed, aborted) = filled
+    names = OnInput(names.prefix, input=topic)
     flags: tuple[str, ...] = ()
     want = {"out": 1, "dlq": 1}
     if case == "flags":
@@ -79,7 +103,6 @@ def test_256_input_partitions_are_exact(endpoints, names, mysql_db, case):
     adm = kafka_io.admin(bs)
     for role, n in want.items():
         assert len(kafka_io.partitions_of(adm, names.topic(role)) or []) == n, role
-    expected, malformed, aborted = expected_of(bs, names.topic("in"))
     assert aborted and malformed and sum(expected.values()) > 1000, "the input is what it claims"
     check_topics(bs, names, expected, malformed)
     cli(*sink_args(endpoints, names, mysql_db, "--once"))
