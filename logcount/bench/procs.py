@@ -210,8 +210,25 @@ class Child:
         os.killpg(self.proc.pid, sig)
         return t
 
+    def _exited(self, timeout: float) -> None:
+        """Returns once the process has exited, not yet reaped: a zombie's /proc/PID/stat holds
+        its final CPU. Raises subprocess.TimeoutExpired past `timeout`."""
+        deadline = time.monotonic() + timeout
+        try:
+            while os.waitid(os.P_PID, self.proc.pid,
+                            os.WEXITED | os.WNOWAIT | os.WNOHANG) is None:
+                if time.monotonic() > deadline:
+                    raise subprocess.TimeoutExpired(self.argv, timeout)
+                time.sleep(0.02)
+        except ChildProcessError:  # already reaped (a poll() saw it end): its last sample stands
+            pass
+
     def wait(self, timeout: float) -> int:
         try:
+            self._exited(timeout)
+            # The last sample, of the exited process itself: the sampler's last one may be up to
+            # SAMPLE_S older (a short contender's CPU read 0.0 on a busy machine).
+            _sample(self.proc.pid, self.stats)
             rc = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.signal(signal.SIGKILL)

@@ -2,6 +2,7 @@
 process's sample."""
 
 import os
+import sys
 
 from logcount.bench import procs
 
@@ -29,3 +30,12 @@ def test_a_process_sample_of_this_process_and_of_none():
     got = procs.proc_sample(os.getpid())
     assert got is not None and got["rss_mb"] > 0 and got["threads"] >= 1 and got["fds"] >= 1
     assert procs.proc_sample(2**22 + 1) is None  # above Linux's largest pid
+
+
+def test_a_child_s_cpu_is_read_once_it_has_exited_before_it_is_reaped():
+    """No sampler at all: the CPU comes from the exited process's own /proc/PID/stat, read
+    between its exit and its reaping (a sample every SAMPLE_S alone may miss a short one)."""
+    busy = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass"
+    child = procs.Child([sys.executable, "-c", busy], sample=False)
+    assert child.wait(60) == 0
+    assert child.stats.cpu_seconds >= 0.25, child.stats
