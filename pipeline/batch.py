@@ -258,6 +258,8 @@ class Batch:
         commit sends every group offset."""
         self.state, self.commit_due, self.pending_records = state, must_commit, records
         self.all_offsets_sent_at = None
+        if self.finals is not None:
+            self.finals.since.clear()  # seen by the clients let go of: seen again, later
 
     def run(self, sink: Publisher, group: Group) -> bool:
         """plan -> compute -> publish -> advance. False when there was nothing to do."""

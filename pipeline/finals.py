@@ -41,6 +41,9 @@ __all__ = ["MAX_CLOSE_MINUTES", "Finals", "Seen"]
 # stage, ~1 MB); more (a replay of old logs closed by the clock) close over the next batches,
 # run back to back, so no transaction outgrows the broker's limits.
 MAX_CLOSE_MINUTES = 7 * 24 * 60
+# With --group-by a minute is a record per series: a close is also cut at this many (minute,
+# series) records (~20 MB), so a week of 200 live series is not 2 million in one transaction.
+MAX_CLOSE_RECORDS = 100_000
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,7 @@ class Finals:
     def __init__(self, s: RunSettings, wall: Callable[[], datetime] | None = None) -> None:
         assert s.grace_seconds is not None and s.final_topic_name is not None
         self.grace = s.grace_seconds
+        self.once = s.once
         self.grace_label = grace_text(s.grace_seconds)
         self.level = s.line_format.level_label
         self.names = tuple(d.name for d in s.line_format.group_by)
@@ -80,7 +84,11 @@ class Finals:
         old = state.closing
         if old is None:
             return None
-        got = decide(self._observed(old.facts, seen), BatchSeen(seen.now, seen.had_input, newest),
+        # Input without a line of a usable time (all malformed, late or far ahead) holds nothing
+        # back: as for a partition with no input, it stops holding the watermark after GRACE.
+        timed = {p: had and p in newest for p, had in seen.had_input.items()}
+        seen = Seen(seen.now, timed)
+        got = decide(self._observed(old.facts, seen), BatchSeen(seen.now, timed, newest),
                      self.grace)
         new = got.new
         self.more = False
@@ -88,8 +96,8 @@ class Finals:
             new = old.facts.closed_before
         elif new is not None:
             lo = self._first(state, old.facts.closed_before, new, list(touched))
-            self.more = new > lo + MAX_CLOSE_MINUTES
-            new = min(new, lo + MAX_CLOSE_MINUTES)
+            cut = min(new, lo + MAX_CLOSE_MINUTES, _records_cut(state, lo, new))
+            self.more, new = cut < new, cut
             if old.facts.closed_before is None and lo >= new:
                 # Nothing counted before it: the first close waits for a minute to publish, so
                 # the finals begin at the first counted minute, and nothing before is late.
@@ -115,7 +123,9 @@ class Finals:
                 continue
             f = parts.get(p, PartitionFacts())
             if f.caught_up_since is None:
-                parts[p] = replace(f, caught_up_since=self.since.setdefault(p, seen.now))
+                # --once cannot wait GRACE: a partition that never had a line holds nothing.
+                at = seen.now - self.grace if self.once and f.newest_minute is None else seen.now
+                parts[p] = replace(f, caught_up_since=self.since.setdefault(p, at))
         return replace(facts, partitions=parts)
 
     def records(self, state: StageState, change: Change) -> list[OutRecord]:
@@ -140,6 +150,8 @@ class Finals:
             for m in range(lo, new):
                 out += self._window(topic, m, self._named(names, cells.get(m, {})))
         for start, end in _rollup_windows(change.closing.rollups, lo, new):
+            if state.closed_before is not None and start < state.closed_before:
+                continue  # its first minutes left memory (the horizon) before it could close
             out += self._rollup(topic, state, change, start, end)
         return out
 
@@ -180,11 +192,13 @@ class Finals:
     def _first(state: StageState, closed_before: int | None, new: int,
                touched: list[int] | None = None) -> int:
         """Where the minutes to close begin: the last close's end, or at the first close the
-        first minute held or `touched` by the batch (none: nothing to publish)."""
+        first minute held or `touched` by the batch (none: nothing to publish), at most
+        MAX_CLOSE_MINUTES back: one line of a typo'd year (0026) before the first close would
+        otherwise make every minute since a zero record; those before close without one."""
         if closed_before is not None:
             return min(closed_before, new)
         held = [m for m in (_first_held(state), *(touched or ())) if m is not None]
-        return min(min(held), new) if held else new
+        return max(min(min(held), new), new - MAX_CLOSE_MINUTES) if held else new
 
     @staticmethod
     def _series_cells(state: StageState, change: Change, lo: int, hi: int
@@ -212,6 +226,19 @@ def _rollup_windows(lengths: Iterable[int], lo: int, new: int) -> list[tuple[int
         first_end = (lo // w + 1) * w
         out += [(end - w, end) for end in range(first_end, new + 1, w)]
     return sorted(out, key=lambda se: (se[1], se[1] - se[0]))
+
+
+def _records_cut(state: StageState, lo: int, new: int) -> int:
+    """With --group-by, the end of the longest close from `lo` that stays within
+    MAX_CLOSE_RECORDS (its cells and a closed record a minute); at least one minute."""
+    series = state.series
+    if series is None or (new - lo) * (len(series.tuples) + 1) <= MAX_CLOSE_RECORDS:
+        return new  # cannot exceed it: no need to count the cells
+    keys, _ = series.totals.arrays()
+    minutes = keys % MINUTE_END
+    per = np.bincount(minutes[(minutes >= lo) & (minutes < new)] - lo, minlength=new - lo) + 1
+    k = int(np.searchsorted(np.cumsum(per), MAX_CLOSE_RECORDS, side="right"))
+    return lo + max(1, k)
 
 
 def _first_held(state: StageState) -> int | None:

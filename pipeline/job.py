@@ -14,14 +14,16 @@ import json
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import NamedTuple
 
 from logcount.formats.rule import REASON_LATE, minute_label
 from logcount.formats.spark import cut_dims, dim_columns, line_frame
 from logcount.formats.spec import LineFormat
 from logcount.pipeline import plan_reuse
-from logcount.pipeline.hour_records import minute_index
+from logcount.pipeline.hour_records import MINUTE_END, minute_index
 from logcount.pipeline.offsets import OffsetRange
+from logcount.pipeline.watermark import CLOSING_SLACK_MINUTES
 
 # How many malformed-line references one batch may bring to the driver (--max-malformed-per-batch):
 # a flood of garbage is cut short in the partition where it is reached (the rest: next batch),
@@ -333,7 +335,9 @@ def compute_batch(spark, bootstrap: str, topic: str, ranges: Sequence[OffsetRang
     if cut:
         again = [r for r in final if r.size > 0]
         rows = aggregate(again) if again else []
-    return batch_result(rows, final, len(fmt.group_by), words)
+    # Each partition's newest minute only from lines at most CLOSING_SLACK_MINUTES ahead of now.
+    now = minute_index(datetime.now(UTC).strftime("%Y-%m-%d %H:%M"))
+    return batch_result(rows, final, len(fmt.group_by), words, now + CLOSING_SLACK_MINUTES + 1)
 
 
 # A fast-path minute's text -> its index, kept between batches (a caught-up batch's rows touch
@@ -343,9 +347,11 @@ _MINUTE_OF: dict[bytes, int] = {}
 
 
 def batch_result(rows: Sequence[Mapping], ranges: Sequence[OffsetRange],
-                 width: int = 0, newest_words: int = 0) -> BatchResult:
+                 width: int = 0, newest_words: int = 0,
+                 newest_before: int = MINUTE_END) -> BatchResult:
     """The collected aggregate rows of batch_frame -> BatchResult (pure); `width`: how many
-    --group-by dimensions the rows carry; `newest_words`: partition mask columns (--emit-final)."""
+    --group-by dimensions the rows carry; `newest_words`: partition mask columns (--emit-final),
+    whose rows of minutes before `newest_before` give each partition's newest minute."""
     result = BatchResult(ranges=list(ranges))
     names = ("n", "cont", "bad_offset", "p", "reason", "raw", "len", "minute", "mi", "other",
              *mask_columns(newest_words), *dim_columns(width))
@@ -369,7 +375,7 @@ def batch_result(rows: Sequence[Mapping], ranges: Sequence[OffsetRange],
                     if len(texts) >= _MINUTES_HELD:
                         texts.clear()
                     minute = texts[fast] = minute_index(fast.decode("ascii"))
-            for word, mask in enumerate(masks):
+            for word, mask in enumerate(masks if minute < newest_before else ()):
                 for part in _bits(mask, word):
                     if minute > newest.get(part, minute - 1):
                         newest[part] = minute

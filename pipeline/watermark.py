@@ -5,12 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["FUTURE_SLACK_MINUTES", "honest_newest", "late_before"]
+__all__ = ["CLOSING_SLACK_MINUTES", "FUTURE_SLACK_MINUTES", "honest_newest", "late_before"]
 
 # Timestamps carry no zone, so a line may honestly be up to a day ahead of the UTC wall clock. A
 # minute beyond now + this never advances the watermark, nor does any minute move it past the wall
 # clock: one bogus future timestamp (year 2099, or tomorrow) cannot make every other line late.
 FUTURE_SLACK_MINUTES = 24 * 60
+# Closing (--emit-final) is stricter: a partition's newest minute moves only by lines at most
+# this far ahead of the wall clock. A line 2 h ahead in a partition still reading its backlog
+# would close that backlog's minutes early and make the rest of it late.
+CLOSING_SLACK_MINUTES = 1
 
 
 def honest_newest(minutes: Iterable[int], now_minute: int) -> int | None:

@@ -19,7 +19,7 @@ from logcount.pipeline.closing import (
     clock_second,
     grace_text,
 )
-from logcount.pipeline.finals import MAX_CLOSE_MINUTES, Finals, Seen
+from logcount.pipeline.finals import MAX_CLOSE_MINUTES, MAX_CLOSE_RECORDS, Finals, Seen
 from logcount.pipeline.hour_records import minute_index, minute_text
 from logcount.pipeline.job import batch_result
 from logcount.pipeline.offsets import OffsetRange
@@ -343,3 +343,73 @@ def test_a_first_close_with_nothing_counted_before_it_waits_and_nothing_is_late(
     assert facts_of(got).closed_before is None and not f.more  # 10:08 closable, none held
     got = f.decide(st, Seen(clock_second(NOW), {0: True}), {0: M0 + 12})
     assert facts_of(got).closed_before == M0 + 11  # 10:10 counted: the finals begin there
+
+
+# from the review of 2026-11-29 --------------------------------------------------------------
+
+def test_a_partition_s_newest_minute_ignores_lines_ahead_of_the_clock_but_counts_them():
+    text = minute_text(M0)[:16].encode()
+    rows: list[dict[str, object]] = [
+        {"n": 2, "minute": text, "pm0": 0b1},
+        {"n": 1, "mi": M0 + 120, "pm0": 0b1},  # two hours ahead of "now" (M0 + 1)
+    ]
+    r = batch_result(rows, [OffsetRange(0, 0, 3)], 0, 1, newest_before=M0 + 2)
+    assert r.newest == {0: M0} and r.counts == {M0: 2, M0 + 120: 1}
+
+
+def test_input_without_a_usable_time_holds_nothing_back_after_grace():
+    # p1 reads only garbage (no newest minute): it counts as caught up, and after GRACE p0's
+    # newest minute alone closes
+    parts = {0: PartitionFacts(M0 + 10, None), 1: PartitionFacts(None, None)}
+    st = state({M0: 1}, closed_before=M0, parts=parts)
+    f = finals()
+    now = clock_second(NOW)
+    got = f.decide(st, Seen(now, {0: True, 1: True}), {0: M0 + 10})
+    assert facts_of(got).closed_before == M0  # p1 still holds (for GRACE)
+    assert facts_of(got).partitions[1].caught_up_since == now
+    got = f.decide(st, Seen(now + 60, {0: True, 1: True}), {0: M0 + 10})
+    assert facts_of(got).closed_before == M0 + 9
+
+
+def test_the_first_close_reaches_back_a_week_at_most_whatever_line_is_held():
+    ancient = minute_index("0026-11-29 10:00")
+    st = state({ancient: 1, M0: 2}, parts={0: PartitionFacts(M0 + 10, None)})
+    f = finals()
+    got = f.decide(st, Seen(clock_second(NOW), {0: True}), {0: M0 + 10})
+    assert facts_of(got).closed_before == M0 + 9 and not f.more
+    change = st.change([], {}, M0 + 100, closing=got)
+    records = decoded(f.records(st, change))
+    assert records[0][0] == minute_text(M0 + 9 - MAX_CLOSE_MINUTES)  # not year 26
+    assert len(records) == 2 * MAX_CLOSE_MINUTES
+
+
+def test_a_grouped_close_is_cut_at_a_number_of_records_not_only_minutes():
+    series = SeriesTotals(("service",), 1000)
+    st = state(closed_before=M0, series=series, parts={0: PartitionFacts(M0 + 400, None)})
+    st.advance(st.change([OffsetRange(0, 10, 20)], {}, M0 + 500, series={
+        (f"s{i}",): {M0 + m: 1 for m in range(300)} for i in range(500)}))
+    f = finals()
+    got = f.decide(st, Seen(clock_second(NOW), {0: True}), {0: M0 + 400})
+    cut = facts_of(got).closed_before
+    assert cut is not None and f.more and M0 < cut < M0 + 399
+    assert (cut - M0) * 501 <= MAX_CLOSE_RECORDS < (cut - M0 + 1) * 501
+
+
+def test_a_rollup_window_whose_minutes_the_horizon_evicted_before_is_not_published():
+    st = state({M0 + 10: 2}, closed_before=M0 + 5)
+    st.closed_before = M0 + 3  # the horizon evicted minutes before 10:03 earlier
+    st.closing = ClosingState("out-final", 60, ClosingFacts({}, M0 + 5), (60,))
+    change = st.change([], {}, M0 + 100, closing=ClosingState(
+        "out-final", 60, ClosingFacts({}, M0 + 61), (60,)))
+    got = decoded(finals().records(st, change))
+    assert all(r.window_end == minute_text(minute_index(r.window_start[:16]) + 1)
+               for _, r in got)  # the 10:00 hour is missing minutes: no rollup of it
+
+
+def test_once_cannot_wait_for_a_partition_that_never_had_a_line():
+    parts = {0: PartitionFacts(M0 + 10, None), 1: PartitionFacts(None, None)}
+    st = state({M0: 1}, closed_before=M0, parts=parts)
+    f = Finals(settings(once=True), wall=lambda: NOW)
+    got = f.decide(st, Seen(clock_second(NOW), {0: False, 1: False}), {})
+    assert facts_of(got).closed_before == M0 + 9  # p1 idle at once, p0's minute closes
+    assert not finals().due(st, Seen(clock_second(NOW), {0: False, 1: False}))
