@@ -328,7 +328,7 @@ class Batch:
     def check_topics_still_ours(self, stable: dict[int, int]) -> None:
         """While running, what the start check would refuse: an input whose log fell behind the
         state (recreated or truncated; the stage would idle, then count the new log from the
-        old offsets), and, every TOPIC_ID_CHECK_S, input or output topic ids that changed."""
+        old offsets), and, every TOPIC_ID_CHECK_S, input, output or final topic ids that changed."""
         state, s = self.state, self.s
         behind = {p: o for p, o in state.offsets.items() if stable.get(p, -1) < o}
         if behind:
@@ -340,12 +340,14 @@ class Batch:
         if self.clock() - self.ids_checked_at < TOPIC_ID_CHECK_S:
             return
         self.ids_checked_at = self.clock()
-        try:
-            ids = self.cluster.topic_ids([s.input_topic, s.output_topic])
-        except DependencyError as exc:  # a topic gone (being recreated) or a broker away
-            raise TopicCheckFailed(exc) from exc
         known = {s.input_topic: state.identity.input_topic_id,
                  s.output_topic: state.identity.output_topic_id}
+        if state.closing is not None and state.closing.final_topic_id is not None:
+            known[state.closing.final_topic] = state.closing.final_topic_id
+        try:
+            ids = self.cluster.topic_ids(list(known))
+        except DependencyError as exc:  # a topic gone (being recreated) or a broker away
+            raise TopicCheckFailed(exc) from exc
         changed = [t for t, i in ids.items() if i != known[t]]
         if changed:
             raise StateRefused(f"topic {changed[0]} was recreated while the stage ran (id "

@@ -127,9 +127,14 @@ class ClosingState:
     # --rollup: the window lengths in minutes (60, 1440) whose totals are published once every
     # minute of the window is final; () without. Part of the identity: a change is refused.
     rollups: tuple[int, ...] = ()
+    # The final topic's id when closing began: a topic recreated under the state (its finals
+    # gone) is refused at start and stops a running stage, as a recreated output topic does.
+    final_topic_id: str | None = None
 
     def to_json(self) -> dict[str, object]:
-        more = {"rollups": list(self.rollups)} if self.rollups else {}
+        more: dict[str, object] = {"rollups": list(self.rollups)} if self.rollups else {}
+        if self.final_topic_id is not None:
+            more["final_topic_id"] = self.final_topic_id
         return {"final_topic": self.final_topic, "grace_seconds": self.grace_seconds,
                 "facts": self.facts.to_json(), **more}
 
@@ -148,8 +153,11 @@ class ClosingState:
         rollups = v.get("rollups", [])
         if not isinstance(rollups, list) or any(r not in ROLLUPS.values() for r in rollups):
             raise ValueError(f"the closing state has rollups {rollups!r}")
+        topic_id = v.get("final_topic_id")
+        if topic_id is not None and not isinstance(topic_id, str):
+            raise ValueError("the closing state's final topic id is not text")
         return cls(v["final_topic"], v["grace_seconds"], ClosingFacts.from_json(v.get("facts")),
-                   tuple(rollups))
+                   tuple(rollups), topic_id)
 
 
 def _minute(text: object) -> int:

@@ -51,6 +51,9 @@ def gather(adm: AdminClient, s: RunSettings, consumer: Consumer,
     got = table()  # the state first: the input's ends read after it are never behind it
     parts = kafka_io.partitions_of(adm, s.input_topic) or []
     names = [s.input_topic, s.output_topic]
+    final = s.final_topic_name
+    if final is not None and (created or kafka_io.partitions_of(adm, final)):
+        names.append(final)
     if created:
         ids: Mapping[str, str | None] = kafka_io.existing_topic_ids(adm, names)
     else:
@@ -61,7 +64,8 @@ def gather(adm: AdminClient, s: RunSettings, consumer: Consumer,
         earliest=kafka_io.list_offsets(adm, s.input_topic, parts, OffsetSpec.earliest()),
         latest=kafka_io.list_offsets(adm, s.input_topic, parts, OffsetSpec.latest()),
         group=kafka_io.committed_offsets(consumer, s.input_topic, parts),
-        final_records=_final_records(adm, s.final_topic_name))
+        final_records=_final_records(adm, final),
+        final_topic_id=None if final is None else ids.get(final))
     log = (0, 0)
     compaction = None
     if not created:

@@ -28,6 +28,7 @@ class StartFacts:
     latest: dict[int, int]  # input last stable offset per partition
     group: dict[int, int]  # the group's committed offsets (partitions without one left out)
     final_records: int = 0  # --emit-final: offsets in the final topic (0: empty or missing)
+    final_topic_id: str | None = None  # --emit-final: the final topic's id (None: missing)
 
 
 @dataclass
@@ -190,13 +191,19 @@ def closing_at_start(old: ClosingState | None, facts: StartFacts, want: Wanted,
                 f"(a recount, or another stage's topic): its final records would be published "
                 f"twice; use a new --final-topic")
         return ClosingState(want.final_topic, want.grace_seconds, ClosingFacts({}),
-                            want.rollups)
+                            want.rollups, facts.final_topic_id)
     if old.final_topic != want.final_topic:
         raise StateRefused(
             f"output topic {want.output_topic} closes minutes into final topic "
             f"{old.final_topic}, this start has --final-topic {want.final_topic}: the minutes "
             f"closed so far would be missing there; keep {old.final_topic}, or use a new "
             f"--output-topic (and group) to close into {want.final_topic}")
+    if old.final_topic_id is not None and old.final_topic_id != facts.final_topic_id:
+        raise StateRefused(
+            f"final topic {old.final_topic} was recreated (id {old.final_topic_id} in the state, "
+            f"{facts.final_topic_id or 'none'} now): the minutes closed before are gone from it "
+            f"and would not be published again; restore it, or count anew with a new "
+            f"--output-topic and --final-topic")
     if old.rollups != want.rollups:
         raise StateRefused(
             f"output topic {want.output_topic} closes minutes with --rollup "
@@ -208,7 +215,8 @@ def closing_at_start(old: ClosingState | None, facts: StartFacts, want: Wanted,
             f"--emit-final changed from {grace_text(old.grace_seconds)} to "
             f"{want.emit_final or grace_text(want.grace_seconds)}: the minutes closed so far stay "
             f"closed, the next close with the new grace")
-    return ClosingState(old.final_topic, want.grace_seconds, old.facts, old.rollups)
+    return ClosingState(old.final_topic, want.grace_seconds, old.facts, old.rollups,
+                        old.final_topic_id or facts.final_topic_id)
 
 
 def _rollups(windows: tuple[int, ...]) -> str:

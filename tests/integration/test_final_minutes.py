@@ -239,3 +239,18 @@ def test_a_final_topic_that_holds_records_the_state_never_closed_into_is_refused
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert f"final topic {final_topic} already holds 1 offsets" in proc.stderr
     assert not read_all(endpoints.bootstrap, names.topic("out")), time.monotonic() - t0
+
+
+def test_a_final_topic_recreated_under_the_state_is_refused(endpoints, names):
+    final_topic = names.topic("final")
+    _write(endpoints.bootstrap, names.topic("in"), [(0, "2024-05-01 10:00:00 ERROR x")])
+    args = stage_args(endpoints, names, "--once", "--emit-final", "1m", "--final-topic",
+                      final_topic)
+    cli(*args)
+    adm = kafka_io.admin(endpoints.bootstrap)
+    adm.delete_topics([final_topic])[final_topic].result(30)
+    wait_for(lambda: not kafka_io.partitions_of(adm, final_topic), timeout_s=30,
+             what="the final topic to go")
+    proc = cli(*args, check=False)  # the start creates it anew: another id
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert f"final topic {final_topic} was recreated (id" in proc.stderr

@@ -413,3 +413,15 @@ def test_once_cannot_wait_for_a_partition_that_never_had_a_line():
     got = f.decide(st, Seen(clock_second(NOW), {0: False, 1: False}), {})
     assert facts_of(got).closed_before == M0 + 9  # p1 idle at once, p0's minute closes
     assert not finals().due(st, Seen(clock_second(NOW), {0: False, 1: False}))
+
+
+def test_a_recreated_final_topic_is_refused_and_the_first_start_keeps_its_id():
+    start = check_start(stored(None), {}, facts(final_topic_id="F1"), WANT)
+    assert start.state.closing is not None and start.state.closing.final_topic_id == "F1"
+    kept = ClosingState("out-final", 60, ClosingFacts({}, M0), (), "F1")
+    assert ClosingState.from_json(kept.to_json()) == kept
+    again = check_start(stored(kept), {}, facts(final_topic_id="F1"), WANT)
+    assert again.state.closing == kept
+    with pytest.raises(StateRefused, match="final topic out-final was recreated \\(id F1 in the "
+                                           "state, F2 now\\)"):
+        check_start(stored(kept), {}, facts(final_topic_id="F2"), WANT)
