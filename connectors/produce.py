@@ -7,6 +7,7 @@ import logging
 import sys
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from confluent_kafka import KafkaException, Producer
@@ -133,6 +134,16 @@ def produce_lines(bootstrap: str, topic: str, lines: Iterable[bytes | tuple[byte
     return n
 
 
+def recent_records(shape: str, n: int, seed: int, minutes: int, timezone: str = "UTC",
+                   dimensions: bool = False) -> list[SyntheticRecord]:
+    """`n` synthetic records of the `minutes` whole minutes before now (UTC), in time order (the
+    malformed ones first): lines a stage with --emit-final closes live, none of them late."""
+    now = datetime.now(UTC).replace(tzinfo=None, second=0, microsecond=0)
+    records = synthetic_records(shape, n, seed, timezone=timezone, span_minutes=minutes,
+                                start=now - timedelta(minutes=minutes), dimensions=dimensions)
+    return sorted(records, key=lambda r: (r.minute is not None, r.minute or 0))
+
+
 def synthetic_values(records: Iterable[SyntheticRecord], levels: Collection[str],
                      expected: dict[str, int]) -> Iterator[bytes]:
     """The records' values; each record of one of `levels` adds to `expected` (minute -> n) by
@@ -201,8 +212,13 @@ def run_produce(s: ProduceSettings) -> int:
             lines = file_values(lines, fmt, expected)
     else:
         expected = {}
-        records = synthetic_records(s.shape, s.synthetic or 0, s.seed, timezone=s.timezone,
-                                    dimensions=s.dimensions)
+        records: Iterable[SyntheticRecord]
+        if s.recent is not None:
+            records = recent_records(s.shape, s.synthetic or 0, s.seed, s.recent,
+                                     timezone=s.timezone, dimensions=s.dimensions)
+        else:
+            records = synthetic_records(s.shape, s.synthetic or 0, s.seed, timezone=s.timezone,
+                                        dimensions=s.dimensions)
         if s.dimensions or s.expect_group_by:
             series = SeriesCounts(s.group_by_dims, fmt.levels) if s.expect_group_by else None
             lines = keyed_values(records, fmt.levels, expected, series)

@@ -8,19 +8,18 @@ from __future__ import annotations
 import json
 import threading
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pymysql
 
 from logcount.connectors import kafka_io, stack
 from logcount.connectors.mysql_sink import run_sink
-from logcount.connectors.produce import produce_lines, synthetic_values
+from logcount.connectors.produce import produce_lines, recent_records, synthetic_values
 from logcount.connectors.sink_store import read_series
 from logcount.connectors.state_topic import read_records
 from logcount.core.records import FinalRecord, decode_final
 from logcount.core.settings import DemoSettings, MySQLUrl, RunSettings, SinkSettings
 from logcount.formats.rule import minute_label
-from logcount.formats.shapes import synthetic_records
 from logcount.pipeline.hour_records import minute_index
 from logcount.pipeline.wiring import wire
 
@@ -37,11 +36,8 @@ FINAL_TABLE = "error_log_final"
 
 def run_final_demo(s: DemoSettings, topics: dict[str, str], run_id: str, url: MySQLUrl) -> int:
     assert s.emit_final is not None
+    records = recent_records("seed", s.lines, s.seed, SPAN_MINUTES)
     now = datetime.now(UTC).replace(tzinfo=None, second=0, microsecond=0)
-    start = now - timedelta(minutes=SPAN_MINUTES)
-    records = sorted(synthetic_records("seed", s.lines, s.seed, span_minutes=SPAN_MINUTES,
-                                       start=start),
-                     key=lambda r: (r.minute is None, r.minute or start))
     expected: dict[str, int] = {}
     print(f"demo: producing {s.lines} synthetic lines of the last {SPAN_MINUTES} minutes, in "
           f"time order (seed {s.seed}), to {topics['logs']}")

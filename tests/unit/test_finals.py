@@ -425,3 +425,15 @@ def test_a_recreated_final_topic_is_refused_and_the_first_start_keeps_its_id():
     with pytest.raises(StateRefused, match="final topic out-final was recreated \\(id F1 in the "
                                            "state, F2 now\\)"):
         check_start(stored(kept), {}, facts(final_topic_id="F2"), WANT)
+
+
+def test_recent_synthetic_lines_are_the_last_minutes_in_time_order():
+    from logcount.connectors.produce import recent_records
+
+    before = minute_index(datetime.now(UTC).strftime("%Y-%m-%d %H:%M"))
+    records = recent_records("seed", 2000, 3, 5)
+    after = minute_index(datetime.now(UTC).strftime("%Y-%m-%d %H:%M"))
+    minutes = [r.minute for r in records if r.minute is not None]
+    assert minutes == sorted(minutes) and len(minutes) > 1900
+    assert before - 5 <= minutes[0] and minutes[-1] < after  # the 5 minutes before now
+    assert all(r.minute is None for r in records[:len(records) - len(minutes)])  # bad first

@@ -303,7 +303,7 @@ class SinkSettings(ServiceFields, KafkaClientFields):
 class ProduceSettings(CountingFields, KafkaClientFields):
     """`logcount produce`: load log lines into a topic."""
 
-    flag_order = ("bootstrap_servers", "topic", "file", "synthetic", "seed", "partitions",
+    flag_order = ("bootstrap_servers", "topic", "file", "synthetic", "seed", "recent", "partitions",
                   "expect", "shape", "dimensions", "expect_group_by",
                   CountingFields, "client_config", "kafka_config")
 
@@ -315,6 +315,10 @@ class ProduceSettings(CountingFields, KafkaClientFields):
         default=None, metadata=opt("generate N synthetic lines instead", metavar="N", lo=0)
     )
     seed: int = field(default=1, metadata=opt("seed of the synthetic generator"))
+    recent: int | None = field(default=None, metadata=opt(
+        "--synthetic lines of the last MINUTES minutes (UTC), in time order, instead of a day "
+        "of 2017 in random order (a stage with --emit-final closes them live)",
+        metavar="MINUTES", lo=1, hi=24 * 60))
     partitions: int = field(
         default=4, metadata=opt("partitions when the topic has to be created", **AT_LEAST_1)
     )
