@@ -58,7 +58,8 @@ TIMED: tuple[tuple[str, ...], ...] = (
     ("tests/integration/test_stage.py",),
 )
 TIMED_AT_ONCE = 2
-# The JVM option each lane's broker starts with (JAVA_TOOL_OPTIONS of its `stack up`).
+# The JIT of each lane's broker (JAVA_TOOL_OPTIONS of its `stack up`): C1 only, as the secured
+# cluster's brokers, less CPU to start and under the tests' load.
 # Figures: docs/tuning.md#test-suite-time
 BROKER_JIT = "-XX:TieredStopAtLevel=1"
 NICE = 10  # CFS gives a nice-10 process ~1/10 of a nice-0 one's share when both want a core
@@ -195,9 +196,8 @@ class Lane:
         shutil.rmtree(self.dir, ignore_errors=True)
         self.dir.mkdir(parents=True)
         # Up before the first job, so the session fixture finds it and leaves it up for the next.
-        # Its broker with the C1 JIT only, as the secured cluster's: less CPU to start and under
-        # the tests' load. Only this start: the tests' own JVMs (whose stderr some tests read)
-        # never see the variable, and a broker a chaos test bounces comes back as shipped.
+        # Its broker C1-only (BROKER_JIT): only this start sees the variable, not the tests' own
+        # JVMs, whose stderr some tests read; a broker a chaos test bounces comes back as shipped.
         jit = " ".join(filter(None, (os.environ.get("JAVA_TOOL_OPTIONS"), BROKER_JIT)))
         subprocess.run([*self.prefix(), sys.executable, "-m", "logcount.cli", "stack", "up"],
                        env={**self.env, "JAVA_TOOL_OPTIONS": jit}, cwd=ROOT, check=True,
