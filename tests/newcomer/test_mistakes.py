@@ -147,7 +147,7 @@ def test_kafka_down_is_one_line_within_the_startup_timeout(endpoints, names, com
     port = free_port()
     args = {"run": [*stage_args(endpoints, names, "--once"), "--startup-timeout", "3"],
             "sink": ["sink", "--once", "--startup-timeout", "3", "--topic", names.topic("out"),
-                     "--metrics-port", "0"],
+                     "--group-id", names.group, "--metrics-port", "0"],
             "produce": ["produce", "--synthetic", "10", "--topic", names.topic("in")]}[command]
     args = [a if a != endpoints.bootstrap else f"127.0.0.1:{port}" for a in args]
     if command != "run":
@@ -177,7 +177,8 @@ def test_a_security_mismatch_fails_fast_with_the_reason(endpoints, names, protoc
 def test_mysql_down_is_one_line_within_the_startup_timeout(endpoints, names, mysql_db):
     url = mysql_url(mysql_db, port=free_port())
     code, out, took = run("sink", "--once", "--bootstrap-servers", endpoints.bootstrap,
-                          "--topic", names.topic("out"), "--mysql-url", url,
+                          "--topic", names.topic("out"),
+                          "--group-id", names.group, "--mysql-url", url,
                           "--startup-timeout", "4", "--metrics-port", "0")
     assert code == 1, out
     assert "unreachable" in one_clear_line(out, 3)
@@ -190,7 +191,8 @@ def test_a_wrong_mysql_password_never_prints_it(endpoints, names, mysql_db):
 
     url = mysql_url(mysql_db, password=quote(secret, safe=""))
     code, out, _ = run("sink", "--once", "--bootstrap-servers", endpoints.bootstrap,
-                       "--topic", names.topic("out"), "--mysql-url", url, "--metrics-port", "0")
+                       "--topic", names.topic("out"),
+                       "--group-id", names.group, "--mysql-url", url, "--metrics-port", "0")
     assert code == 1, out
     line = one_clear_line(out, 2, secret, quote(secret, safe=""))
     assert "refused" in line and "***" in line, line
@@ -208,13 +210,15 @@ def test_an_unknown_database_is_not_created(endpoints, names, mysql_db):
     kafka_io.ensure_topic(kafka_io.admin(endpoints.bootstrap), names.topic("out"), 1,
                           {"cleanup.policy": "compact"})
     code, out, _ = run("sink", "--once", "--bootstrap-servers", endpoints.bootstrap,
-                       "--topic", names.topic("out"), "--mysql-url", url, "--metrics-port", "0")
+                       "--topic", names.topic("out"),
+                       "--group-id", names.group, "--mysql-url", url, "--metrics-port", "0")
     assert code == 1, out
     assert "--create-database" in one_clear_line(out, 2)
     assert missing not in databases(mysql_db)
     # Asked for, it is created.
     code, out, _ = run("sink", "--once", "--bootstrap-servers", endpoints.bootstrap,
-                       "--topic", names.topic("out"), "--mysql-url", url, "--metrics-port", "0",
+                       "--topic", names.topic("out"),
+                       "--group-id", names.group, "--mysql-url", url, "--metrics-port", "0",
                        "--create-database")
     try:
         assert code == 0, out
@@ -243,7 +247,8 @@ def test_a_url_encoded_password_works_decoded(endpoints, names, mysql_db):
         url = (f"mysql://{user}:{quote(password, safe='')}@{mysql_db.host}:{mysql_db.port}/"
                f"{mysql_db.database}")
         code, out, _ = run("sink", "--once", "--bootstrap-servers", endpoints.bootstrap,
-                           "--topic", names.topic("out"), "--mysql-url", url,
+                           "--topic", names.topic("out"),
+                           "--group-id", names.group, "--mysql-url", url,
                            "--metrics-port", "0")
         assert code == 0, out
         assert password not in out and quote(password, safe="") not in out
@@ -257,7 +262,8 @@ def test_a_url_encoded_password_works_decoded(endpoints, names, mysql_db):
 def test_kafka_down_leaves_no_tables_in_mysql(names, mysql_db):
     code, out, _ = run("sink", "--once", "--bootstrap-servers", f"127.0.0.1:{free_port()}",
                        "--startup-timeout", "2", "--mysql-url", mysql_url(mysql_db),
-                       "--topic", names.topic("out"), "--metrics-port", "0")
+                       "--topic", names.topic("out"),
+                       "--group-id", names.group, "--metrics-port", "0")
     assert code == 1, out
     one_clear_line(out, 3)
     assert tables(mysql_db) == set()
