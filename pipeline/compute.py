@@ -14,6 +14,7 @@ from pyspark.errors import PySparkException
 
 from logcount.core.errors import AuthorizationError, ComputeError, ConfigError
 from logcount.core.settings import RunSettings
+from logcount.formats.rule import REASON_LATE
 from logcount.formats.spark import check_regex
 from logcount.formats.spec import FormatError
 from logcount.pipeline.job import BatchResult, compute_batch
@@ -39,6 +40,7 @@ class SparkCompute:
         self.started = spark or SessionStart(s.master, paced=s.paced)
         self.options = executor_kafka_options(s.spark_kafka_options, s.group_id)
         self.session = None
+        self.late_seen = False  # the last batch had late lines (compute_batch's late_first)
 
     def check_format(self) -> None:
         if self.s.line_format.line_regex is not None:
@@ -70,11 +72,16 @@ class SparkCompute:
         else, from our own pure code too, is a bug and propagates with its traceback."""
         s = self.s
         try:
-            return compute_batch(self.session, s.bootstrap_servers, s.input_topic, ranges,
-                                 s.line_format, self.options, s.max_malformed_per_batch,
-                                 late_before, newest=s.grace_seconds is not None)
+            result = compute_batch(self.session, s.bootstrap_servers, s.input_topic, ranges,
+                                   s.line_format, self.options, s.max_malformed_per_batch,
+                                   late_before, newest=s.grace_seconds is not None,
+                                   late_first=self.late_seen)
         except SPARK_ERRORS as exc:
             raise job_error(exc) from exc
+        # Late lines come in runs (a replay, a host's clock behind): while they do, a batch
+        # runs with the bound at once rather than twice.
+        self.late_seen = any(m.reason == REASON_LATE for m in result.malformed)
+        return result
 
 
 def job_error(exc: Exception) -> ComputeError | AuthorizationError:

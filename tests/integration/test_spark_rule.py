@@ -463,6 +463,52 @@ def test_one_task_and_partitioned_batches_agree(spark, endpoints, names):
     assert {(m.partition, m.offset) for m in cut.malformed} <= inp.malformed
 
 
+def test_a_lateness_bound_is_applied_only_when_a_batch_needs_it(spark, endpoints, names,
+                                                                monkeypatch):
+    """compute_batch runs a batch without its lateness bound, and again with it only when it
+    counted a minute before the bound (or at once with late_first): each way must give what the
+    bound's plan gives (counts, late and malformed refs, the cut, records), and a batch with no
+    earlier minute must take one job, not two."""
+    from logcount.pipeline import job
+
+    inp = build_input(endpoints.bootstrap, names.topic("in"), names.txn_id + "-in")
+    ranges = [OffsetRange(p, 0, end) for p, end in sorted(end_offsets(
+        endpoints.bootstrap, inp.topic).items())]
+    options = {"group.id": f"{names.group}-spark"}
+    built: list[int | None] = []
+    plan = job.batch_plan
+
+    def noted(*a, **kw):
+        built.append(a[7])  # late_before
+        return plan(*a, **kw)
+
+    monkeypatch.setattr(job, "batch_plan", noted)
+    minutes = sorted(minute_index(m) for m in inp.expected)
+    total = sum(r.size for r in ranges)
+
+    def batch(late, first, max_malformed):
+        built.clear()
+        r = compute_batch(spark, endpoints.bootstrap, inp.topic, ranges, LineFormat(), options,
+                          max_malformed, late_before=late, late_first=first)
+        return (r.counts, r.malformed, r.ranges, r.records), list(built)
+
+    for max_malformed in (4 * total, 8):  # whole; cut
+        middle = minutes[len(minutes) // 2]
+        on_demand, jobs = batch(middle, False, max_malformed)
+        at_once, first_jobs = batch(middle, True, max_malformed)
+        assert on_demand == at_once
+        assert jobs[0] is None and middle in jobs and set(first_jobs) == {middle}
+        assert min(on_demand[0], default=middle) >= middle
+        if max_malformed > total:
+            assert any(m.reason == "late" for m in on_demand[1])
+            assert sum(on_demand[0].values()) == sum(
+                n for m, n in inp.expected.items() if minute_index(m) >= middle)
+        # Nothing before the bound: one plan, without it, and what the bound's plan gives.
+        none_late, jobs = batch(minutes[0], False, max_malformed)
+        assert set(jobs) == {None}
+        assert none_late == batch(minutes[0], True, max_malformed)[0]
+
+
 def test_kafka_is_read_through_v2_and_agrees_with_v1(spark, endpoints, names):
     """The session reads Kafka through DataSource V2 (pipeline/spark.py SQL_CONF): the plan is a
     BatchScan, Spark's own default still lists kafka as V1 (what we take it out of), and V1

@@ -26,6 +26,8 @@ from logcount.pipeline.batch import (
     PublishAborted,
     transaction,
 )
+from logcount.pipeline.job import BatchResult, MalformedRef
+from logcount.pipeline.offsets import OffsetRange
 from logcount.pipeline.state import state_topic_name
 from tests.support.fakes import FakeGroup, Rig, rig
 
@@ -200,6 +202,7 @@ def test_the_loop_plans_a_publish_that_must_abort_again():
 def test_spark_errors_become_a_compute_error_with_the_same_text(monkeypatch):
     adapter = compute.SparkCompute.__new__(compute.SparkCompute)
     adapter.s, adapter.session, adapter.options = rig().stage.s, None, {}
+    adapter.late_seen = False
 
     def lost(*args, **kwargs):
         raise Py4JError("An error occurred while calling o42.collect")
@@ -207,6 +210,27 @@ def test_spark_errors_become_a_compute_error_with_the_same_text(monkeypatch):
     monkeypatch.setattr(compute, "compute_batch", lost)
     with pytest.raises(ComputeError, match="^An error occurred while calling o42.collect$"):
         adapter.batch([], None)
+
+
+def test_a_batch_with_late_lines_makes_the_next_apply_the_bound_at_once(monkeypatch):
+    """compute_batch applies the lateness bound on demand (a second job when a batch counted an
+    earlier minute); after a batch with late lines the adapter asks for it at once, and after
+    one without, on demand again."""
+    adapter = compute.SparkCompute.__new__(compute.SparkCompute)
+    adapter.s, adapter.session, adapter.options = rig().stage.s, None, {}
+    adapter.late_seen = False
+    asked: list[bool] = []
+    results = [BatchResult(malformed=[MalformedRef(0, 5, "late", b"x", 1)]), BatchResult(),
+               BatchResult(malformed=[MalformedRef(0, 6, "bad timestamp", b"x", 1)])]
+
+    def job(*args, late_first, **kwargs):
+        asked.append(late_first)
+        return results[len(asked) - 1]
+
+    monkeypatch.setattr(compute, "compute_batch", job)
+    for _ in results:
+        adapter.batch([OffsetRange(0, 0, 10)], 100)
+    assert asked == [False, True, False] and adapter.late_seen is False
 
 
 def test_executors_refused_become_an_authorization_error():
