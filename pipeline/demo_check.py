@@ -1,10 +1,11 @@
 """The demo's verdict: error_log against the expectation, printed the same way for both demos.
 
-`logcount demo` calls `report` itself (`report_series` with --group-by). The docker demo runs
-this module in the compose network (`scripts/docker-demo.sh`): `python -m
-logcount.pipeline.demo_check --expect PATH` waits until the generator has written its
-expectation and error_log equals it, or until `--timeout`, then prints the table and the verdict
-and exits 0 when they are equal.
+`logcount demo` calls `report` itself (`report_series` with --group-by, `report_finals` with
+--emit-final). The docker demo runs this module in the compose network
+(`scripts/docker-demo.sh`): `python -m logcount.pipeline.demo_check --expect PATH` waits until the
+generator has written its expectation and error_log equals it, or until `--timeout`, then prints
+the table and the verdict and exits 0 when they are equal; with `--final TABLE` the same for the
+final minutes' table (TABLE and TABLE_closed, from the sink of the final topic).
 """
 
 from __future__ import annotations
@@ -20,10 +21,12 @@ from pathlib import Path
 
 import pymysql
 
-from logcount.connectors.sink_store import read_table
+from logcount.connectors.sink_store import read_series, read_table
 from logcount.core.backoff import Backoff
 from logcount.core.retry import poll
 from logcount.core.settings import MySQLUrl
+from logcount.formats.rule import minute_label
+from logcount.pipeline.hour_records import minute_index
 
 
 def report(table: dict[str, int], expected: dict[str, int], source: str) -> bool:
@@ -40,6 +43,53 @@ def report(table: dict[str, int], expected: dict[str, int], source: str) -> bool
     print("RESULT: error_log EQUALS the expectation" if ok else
           f"RESULT: MISMATCH: {len(missing)} minutes differ, {len(extra)} unexpected")
     return ok
+
+
+def finals_rows(table: dict[str, int], closed: set[str], expected: dict[str, int],
+                quiet: str) -> tuple[bool, list[tuple[str, int | None, int, bool]]]:
+    """Every minute from the first to `quiet` (the minute after the last line) as (minute, its
+    final row or None, the generator's count, whether both agree and it is closed); True when
+    all do and `quiet` is closed."""
+    minutes = [m for m in sorted(set(table) | closed | set(expected)) if m <= quiet]
+    rows = [(m, table.get(m), expected.get(m, 0),
+             table.get(m) == expected.get(m, 0) and m in closed) for m in minutes]
+    return bool(rows) and quiet in closed and all(r[3] for r in rows), rows
+
+
+def quiet_after(expected: dict[str, int]) -> str:
+    """The minute after the generator's last counted minute: the clock closes it."""
+    return minute_label(minute_index(max(expected)[:16]) + 1)
+
+
+def report_finals(name: str, table: dict[str, int], closed: set[str],
+                  expected: dict[str, int], quiet: str, source: str) -> bool:
+    """Print the final table beside the generator's counts, and the verdict."""
+    ok, rows = finals_rows(table, closed, expected, quiet)
+    print(f"\n{name}: one row per closed minute, inserted once")
+    print("  log_time             final  generator")
+    for m, got, want, good in rows:
+        shown = "-" if got is None else str(got)
+        print(f"  {m}  {shown:>6}  {want:>9}{'' if good else '   <- differs'}"
+              f"{'   (closed by the clock)' if m >= quiet and want == 0 else ''}")
+    print(f"\nexpected ({source}): {len(expected)} minutes, {sum(expected.values())} ERROR "
+          f"lines; {json.dumps(quiet)} holds none and was closed by the clock")
+    print(f"RESULT: {name} EQUALS the expectation" if ok else
+          f"RESULT: MISMATCH between {name} and the expectation")
+    return ok
+
+
+def read_finals(url: MySQLUrl, name: str) -> tuple[dict[str, int], set[str]]:
+    """The final table's rows and the minutes its _closed table says are closed."""
+    table = {k[0]: n for k, n in read_series(url, name, ()).items()}
+    conn = pymysql.connect(host=url.host, port=url.port, user=url.user, password=url.password,
+                           database=url.database)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"SELECT window_start FROM {name}_closed "
+                        f"WHERE window_end = window_start + INTERVAL 1 MINUTE")
+            return table, {t.strftime("%Y-%m-%d %H:%M:00") for (t,) in cur.fetchall()}
+    finally:
+        conn.close()
 
 
 def _shown(value: str) -> str:
@@ -88,6 +138,44 @@ def _table(url: MySQLUrl) -> dict[str, int]:
         return {}
 
 
+def wait_for_finals(url: MySQLUrl, expect: Path, name: str, timeout_s: float,
+                    every_s: float = 30.0, poll_s: float = 2.0) -> bool:
+    """Poll until the final table `name` holds every minute of the expectation, each closed,
+    and the minute after the last closed with zero, or `timeout_s` passes; then report."""
+    polls = Backoff(poll_s, give_up_s=timeout_s).begin()
+    next_note = time.monotonic() + every_s
+    expected: dict[str, int] | None = None
+    table: dict[str, int] = {}
+    closed: set[str] = set()
+
+    def equal() -> bool | None:
+        nonlocal expected, table, closed
+        expected = _expected(expect)
+        try:
+            table, closed = read_finals(url, name)
+        except pymysql.err.MySQLError:  # not up yet, or the sink has not created the tables
+            table, closed = {}, set()
+        if not expected:
+            return None
+        return True if finals_rows(table, closed, expected, quiet_after(expected))[0] else None
+
+    def note(_: float) -> None:
+        nonlocal next_note
+        now = time.monotonic()
+        if now >= next_note:
+            print(f"demo: waiting ({polls.elapsed():.0f} s): {len(closed)} minutes closed, "
+                  f"{sum(table.values())} ERROR lines in {name}", flush=True)
+            next_note = now + every_s
+
+    if poll(equal, polls, on_retry=note) is None and timeout_s > 0:
+        print(f"demo: gave up after {timeout_s:.0f} s", flush=True)
+    if not expected:
+        print(f"demo: the generator never wrote {expect}")
+        return False
+    return report_finals(name, table, closed, expected, quiet_after(expected),
+                         "the generator's, from the lines it produced")
+
+
 def wait_for_verdict(url: MySQLUrl, expect: Path, timeout_s: float, every_s: float = 30.0,
                      poll_s: float = 2.0) -> bool:
     """Poll until error_log equals the expectation or `timeout_s` passes; then report."""
@@ -126,10 +214,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mysql-url", default=os.environ.get("LOGCOUNT_MYSQL_URL"),
                     help="default: $LOGCOUNT_MYSQL_URL")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds to wait (default 900)")
+    ap.add_argument("--final", metavar="TABLE",
+                    help="check the final minutes' table TABLE (and TABLE_closed) instead")
     args = ap.parse_args(argv)
     if not args.mysql_url:
         ap.error("--mysql-url or LOGCOUNT_MYSQL_URL is required")
-    ok = wait_for_verdict(MySQLUrl.parse(args.mysql_url), args.expect, args.timeout)
+    url = MySQLUrl.parse(args.mysql_url)
+    ok = (wait_for_finals(url, args.expect, args.final, args.timeout) if args.final else
+          wait_for_verdict(url, args.expect, args.timeout))
     return 0 if ok else 1
 
 

@@ -5,21 +5,18 @@ with what the generator wrote, minute by minute."""
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from datetime import UTC, datetime
 
-import pymysql
-
 from logcount.connectors import kafka_io, stack
 from logcount.connectors.mysql_sink import run_sink
 from logcount.connectors.produce import produce_lines, recent_records, synthetic_values
-from logcount.connectors.sink_store import read_series
 from logcount.connectors.state_topic import read_records
 from logcount.core.records import FinalRecord, decode_final
 from logcount.core.settings import DemoSettings, MySQLUrl, RunSettings, SinkSettings
 from logcount.formats.rule import minute_label
+from logcount.pipeline.demo_check import read_finals, report_finals
 from logcount.pipeline.hour_records import minute_index
 from logcount.pipeline.wiring import wire
 
@@ -80,21 +77,9 @@ def run_final_demo(s: DemoSettings, topics: dict[str, str], run_id: str, url: My
           f"(insert-only)")
     run_sink(SinkSettings(once=True, topic=final_topic, group_id=f"demo-final-sink-{run_id}",
                           mysql_url=repr(url), table=FINAL_TABLE))
-    table = {k[0]: n for k, n in read_series(url, FINAL_TABLE, ()).items()}
-    return 0 if report_finals(table, _closed(url), expected, quiet, n) else 1
-
-
-def _closed(url: MySQLUrl) -> set[str]:
-    """The minutes error_log_final_closed says are closed."""
-    conn = pymysql.connect(host=url.host, port=url.port, user=url.user, password=url.password,
-                           database=url.database)
-    try:
-        with conn.cursor() as cur:
-            cur.execute(f"SELECT window_start FROM {FINAL_TABLE}_closed "
-                        f"WHERE window_end = window_start + INTERVAL 1 MINUTE")
-            return {t.strftime("%Y-%m-%d %H:%M:00") for (t,) in cur.fetchall()}
-    finally:
-        conn.close()
+    table, closed = read_finals(url, FINAL_TABLE)
+    return 0 if report_finals(FINAL_TABLE, table, closed, expected, quiet,
+                              f"known from how the {n} lines were generated") else 1
 
 
 def _finals(topic: str) -> list[FinalRecord]:
@@ -103,27 +88,3 @@ def _finals(topic: str) -> list[FinalRecord]:
         return []
     return [decode_final(v) for _, v in read_records(adm, stack.BOOTSTRAP, topic, {},
                                                        "demo-final-reader") if v is not None]
-
-
-def report_finals(table: dict[str, int], closed: set[str], expected: dict[str, int],
-                  quiet: str, lines: int) -> bool:
-    """Print the final table beside the generator's counts; True when every minute from the
-    first counted one to `quiet` has its row, equal to the generator's (zero after the last
-    line), and is closed."""
-    print(f"\n{FINAL_TABLE}: one row per closed minute, inserted once")
-    print("  log_time             final  generator")
-    minutes = [m for m in sorted(set(table) | closed | set(expected)) if m <= quiet]
-    ok = bool(minutes) and quiet in closed
-    for m in minutes:
-        want = expected.get(m, 0)
-        good = table.get(m) == want and m in closed
-        ok = ok and good
-        shown = "-" if m not in table else str(table[m])
-        print(f"  {m}  {shown:>6}  {want:>9}{'' if good else '   <- differs'}"
-              f"{'   (closed by the clock)' if m >= quiet and want == 0 else ''}")
-    print(f"\nexpected (known from how the {lines} lines were generated): "
-          f"{len(expected)} minutes, {sum(expected.values())} ERROR lines; "
-          f"{json.dumps(quiet)} holds none and was closed by the clock")
-    print(f"RESULT: {FINAL_TABLE} EQUALS the expectation" if ok else
-          f"RESULT: MISMATCH between {FINAL_TABLE} and the expectation")
-    return ok

@@ -24,12 +24,13 @@ import sys
 import time
 import urllib.request
 from collections import Counter
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 import yaml
 
-from logcount.formats.shapes import synthetic_lines
+from logcount.formats.shapes import synthetic_lines, synthetic_records
 from tests.support.metrics import read_metrics
 from tests.support.reference import is_counted, reference_parse
 
@@ -257,6 +258,43 @@ def _collation_records() -> tuple[list[str], Counter]:
                                  "host": {"name": host}}))
         rows[(f"{minute}:00", host, level)] += 1
     return lines, rows
+
+
+def _final_rows(sql: str) -> list[list[str]]:
+    out = compose("exec", "-T", "mysql", "mysql", "-uroot", "-plogcount", "-N", "-B", "-e", sql,
+                  check=False)
+    return [line.split("\t") for line in out.splitlines() if "\t" in line]
+
+
+def test_the_final_minutes_are_exact_once_each_and_closed_through_the_quiet_one(demo):
+    """The second stage (--emit-final 1m) on the last 5 minutes' lines: error_log_final holds one
+    row per minute, with no gap from its first to the minute after the last line (closed by the
+    clock with zero), each equal to what the independent parser counts in the topic's lines, and
+    each closed once in error_log_final_closed."""
+    assert "RESULT: error_log_final EQUALS the expectation" in demo.stdout
+    rows = _final_rows("SELECT DATE_FORMAT(log_time, '%Y-%m-%d %H:%i:00'), log_count "
+                       "FROM logcount.error_log_final ORDER BY log_time")
+    table = {m: int(n) for m, n in rows}
+    assert len(table) == len(rows)  # insert-only: a minute once
+    minutes = sorted(table)
+    first, last = datetime.fromisoformat(minutes[0]), datetime.fromisoformat(minutes[-1])
+    assert len(minutes) == int((last - first).total_seconds() // 60) + 1, "a gap"
+    # The generator's lines again (its span begins at the first minute: thousands of lines a
+    # minute, so it has an ERROR line), counted by the independent parser.
+    cmd = SERVICES["generator-final"]["command"]
+    n, seed, span = (int(cmd[cmd.index(f) + 1]) for f in ("--synthetic", "--seed", "--recent"))
+    counted: Counter = Counter()
+    for r in synthetic_records("seed", n, seed, span_minutes=span, start=first):
+        parsed = reference_parse(r.value)
+        if parsed is not None and is_counted(parsed[1]):
+            counted[parsed[0]] += 1
+    assert min(counted) == minutes[0] and max(counted) < minutes[-1]
+    assert table == {m: counted.get(m, 0) for m in minutes}
+    closed = _final_rows("SELECT DATE_FORMAT(window_start, '%Y-%m-%d %H:%i:00'), log_count "
+                         "FROM logcount.error_log_final_closed "
+                         "WHERE window_end = window_start + INTERVAL 1 MINUTE")
+    assert sorted(m for m, _ in closed) == minutes
+    assert {m: int(n) for m, n in closed} == table
 
 
 def test_a_killed_stage_restarts_and_the_table_is_exact_again(demo):

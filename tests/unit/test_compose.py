@@ -53,10 +53,12 @@ def test_the_services_the_demo_needs_are_there():
     assert SERVICES["kafka"]["image"].startswith("apache/kafka:4")
     assert SERVICES["mysql"]["image"].startswith("mysql:8")
     assert {"spark-master", "spark-worker", "stage", "sink", "generator", "reader"} <= set(SERVICES)
-    assert {name for name, _ in _logcount_services()} == {"stage", "sink", "generator"}
+    assert {name for name, _ in _logcount_services()} == {
+        "stage", "sink", "generator", "stage-final", "sink-final", "generator-final"}
 
 
-@pytest.mark.parametrize("name", ["stage", "sink", "generator"])
+@pytest.mark.parametrize("name", ["stage", "sink", "generator", "stage-final", "sink-final",
+                                  "generator-final"])
 def test_every_logcount_command_parses_and_every_variable_is_known(name):
     svc = SERVICES[name]
     command, s, env = _settings(svc)
@@ -87,6 +89,36 @@ def test_the_services_agree_with_each_other():
     assert published["stage"][1] == stage.metrics_port
     assert published["sink"][1] == sink.metrics_port
     assert published["spark-master"][1] == int(master[master.index("--webui-port") + 1])
+
+
+def test_the_final_minutes_services_agree_with_each_other_and_the_first_stage():
+    """The final stage has its own topics, group, transactional id and driver host on the same
+    Spark master; its sink reads its final topic into its own table and group; the master lets
+    the two stages share the worker's cores."""
+    _, stage, stage_env = _settings(SERVICES["stage"])
+    _, final, final_env = _settings(SERVICES["stage-final"])
+    _, sink, _ = _settings(SERVICES["sink"])
+    _, final_sink, _ = _settings(SERVICES["sink-final"])
+    _, gen, _ = _settings(SERVICES["generator-final"])
+    assert gen.topic == final.input_topic and gen.recent == 5
+    assert final.grace_seconds == 60 and final.master == stage.master
+    assert final_sink.topic == final.final_topic_name == f"{final.output_topic}-final"
+    assert final_sink.table == "error_log_final" and final_sink.mysql == sink.mysql
+    for field in ("input_topic", "output_topic", "dlq_topic", "group_id", "transactional_id"):
+        assert getattr(final, field) != getattr(stage, field), field
+    assert final_sink.group_id != sink.group_id
+    assert final_env["LOGCOUNT_SPARK_DRIVER_HOST"] == SERVICES["stage-final"]["hostname"]
+    assert stage_env["LOGCOUNT_SPARK_DRIVER_HOST"] != final_env["LOGCOUNT_SPARK_DRIVER_HOST"]
+    cores = SERVICES["spark-worker"]["command"]
+    per_app = SERVICES["spark-master"]["environment"]["SPARK_MASTER_OPTS"]
+    assert per_app == "-Dspark.deploy.defaultCores=2"
+    assert int(cores[cores.index("--cores") + 1]) >= 2 * 2  # both stages at once
+    check = SERVICES["check-final"]
+    gen_command = SERVICES["generator-final"]["command"]
+    expect = gen_command[gen_command.index("--expect") + 1]
+    assert check["entrypoint"][check["entrypoint"].index("--expect") + 1] == expect
+    assert check["entrypoint"][check["entrypoint"].index("--final") + 1] == final_sink.table
+    assert check["profiles"] == ["check"]
 
 
 def _published() -> dict[str, tuple[str, int]]:

@@ -58,3 +58,40 @@ def test_a_zero_timeout_looks_once_and_says_the_expectation_never_came(sleeps, m
     out = capsys.readouterr().out
     assert sleeps == [] and "gave up" not in out
     assert "demo: the generator never wrote exp.json" in out
+
+
+# -- the final minutes' table (the docker demo's --final check) ---------------------------------
+FINAL_WANT = {"2026-11-29 10:01:00": 4, "2026-11-29 10:03:00": 2}
+QUIET = "2026-11-29 10:04:00"
+ALL = {"2026-11-29 10:01:00": 4, "2026-11-29 10:02:00": 0, "2026-11-29 10:03:00": 2, QUIET: 0}
+
+
+def test_the_quiet_minute_is_the_one_after_the_last_counted():
+    assert demo_check.quiet_after(FINAL_WANT) == QUIET
+    assert demo_check.quiet_after({"2026-11-29 23:59:00": 1}) == "2026-11-30 00:00:00"
+
+
+@pytest.mark.parametrize(("table", "closed", "ok"), [
+    (ALL, set(ALL), True),
+    ({m: n for m, n in ALL.items() if m != QUIET}, set(ALL), False),  # the quiet minute's row
+    (ALL, set(ALL) - {QUIET}, False),  # the clock has not closed the minute after the last
+    (ALL, set(ALL) - {"2026-11-29 10:02:00"}, False),  # a zero minute not closed
+    ({**ALL, "2026-11-29 10:03:00": 3}, set(ALL), False),  # a count off by one
+    ({m: n for m, n in ALL.items() if n}, set(ALL), False),  # a gap: a zero minute has no row
+])
+def test_the_final_verdict_wants_every_minute_exact_and_closed_through_the_quiet_one(
+        table, closed, ok):
+    assert demo_check.finals_rows(table, closed, FINAL_WANT, QUIET)[0] is ok
+
+
+def test_waits_for_the_final_table_and_says_equal(sleeps, monkeypatch, capsys):
+    reads = [({}, set()), ({"2026-11-29 10:01:00": 4}, {"2026-11-29 10:01:00"}), (ALL, set(ALL))]
+    monkeypatch.setattr(demo_check, "_expected", lambda path: FINAL_WANT)
+    monkeypatch.setattr(demo_check, "read_finals",
+                        lambda url, name: reads.pop(0) if len(reads) > 1 else reads[0])
+    assert demo_check.wait_for_finals(URL, Path("x"), "error_log_final", 60.0, every_s=0.0)
+    out = capsys.readouterr().out
+    assert sleeps == [2.0, 2.0]
+    assert "1 minutes closed, 4 ERROR lines in error_log_final" in out
+    assert "2026-11-29 10:04:00       0          0   (closed by the clock)" in out
+    assert "RESULT: error_log_final EQUALS the expectation" in out
