@@ -195,9 +195,12 @@ def _plan_columns(context, fmt: LineFormat, malformed_per_partition: int | None,
     timed = counted  # the lines whose minute is a key
     masks: tuple = ()
     if newest_words:
-        timed = ~bad & (F.col("minute").isNotNull() | F.col("mi").isNotNull())
+        # Every line that is not refused keeps its minute (null where it has none: its group's
+        # row is then skipped by batch_result, masks and all), so no test of the time per line.
+        timed = ~bad
         p = F.col("p")
-        masks = tuple(F.bit_or(F.when(timed & (p >= MASK_BITS * i) & (p < MASK_BITS * (i + 1)),
+        masks = tuple(F.bit_or(F.when(timed if newest_words == 1 else
+                                      timed & (p >= MASK_BITS * i) & (p < MASK_BITS * (i + 1)),
                                       F.expr(f"shiftleft(1L, p - {MASK_BITS * i})")))
                       .alias(name) for i, name in enumerate(mask_columns(newest_words)))
     # Every key is a grouping key and count() the only aggregate, so Spark keeps the fast hash

@@ -509,6 +509,42 @@ def test_a_lateness_bound_is_applied_only_when_a_batch_needs_it(spark, endpoints
         assert none_late == batch(minutes[0], True, max_malformed)[0]
 
 
+def test_each_partition_s_newest_minute_comes_with_the_counts_unchanged(spark, endpoints,
+                                                                        names):
+    """With `newest` (--emit-final) the batch also gives each partition's newest minute of its
+    committed well-formed lines of any level (not of malformed, aborted or late ones) from the
+    partition masks, on one task or partitioned, with the counts, refs and cut of the batch
+    without it; a partition with no such line has none."""
+    inp = build_input(endpoints.bootstrap, names.topic("in"), names.txn_id + "-in")
+    ranges = [OffsetRange(p, 0, end) for p, end in sorted(end_offsets(
+        endpoints.bootstrap, inp.topic).items())]
+    options = {"group.id": f"{names.group}-spark"}
+    total = sum(r.size for r in ranges)
+
+    def batch(newest, bound, max_malformed=4 * total, late=None):
+        return compute_batch(spark, endpoints.bootstrap, inp.topic, ranges, LineFormat(), options,
+                             max_malformed, late_before=late, single_task_max=bound,
+                             newest=newest)
+
+    want = {p: minute_index(m) for p, m in inp.newest.items()}
+    assert len(want) == 4
+    for bound in (total, total - 1):  # one task; partitioned
+        plain, with_newest = batch(False, bound), batch(True, bound)
+        assert with_newest.newest == want and plain.newest == {}
+        assert ((with_newest.counts, with_newest.malformed, with_newest.ranges)
+                == (plain.counts, plain.malformed, plain.ranges))
+        cut = batch(True, bound, 8)
+        assert (cut.counts, cut.malformed) == (batch(False, bound, 8).counts,
+                                               batch(False, bound, 8).malformed)
+        assert all(cut.newest[p] <= want[p] for p in cut.newest)
+    # A late line gives its partition no time: with every minute late, only the other levels'
+    # lines do.
+    late = batch(True, total, late=max(want.values()) + 1)
+    assert late.counts == {} and sum(m.reason == "late" for m in late.malformed) == sum(
+        inp.expected.values())
+    assert late.newest == {p: minute_index(m) for p, m in inp.newest_other.items()}
+
+
 def test_kafka_is_read_through_v2_and_agrees_with_v1(spark, endpoints, names):
     """The session reads Kafka through DataSource V2 (pipeline/spark.py SQL_CONF): the plan is a
     BatchScan, Spark's own default still lists kafka as V1 (what we take it out of), and V1

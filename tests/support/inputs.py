@@ -39,6 +39,9 @@ class Input:
     malformed: set = field(default_factory=set)  # (partition, offset) of committed malformed
     aborted_errors: int = 0
     lines: int = 0
+    # partition -> the newest minute of its committed well-formed lines, of any level
+    newest: dict = field(default_factory=dict)
+    newest_other: dict = field(default_factory=dict)  # the same, of the other levels' lines
 
 
 def _line(rng: random.Random, i: int, level: bytes) -> tuple[bytes, str]:
@@ -55,8 +58,15 @@ class _Writer:
     def __init__(self, inp: Input, producer: Producer, counted: bool) -> None:
         self.inp, self.p, self.counted = inp, producer, counted
 
-    def write(self, value: bytes, partition: int, minute: str | None, malformed: bool) -> None:
+    def write(self, value: bytes, partition: int, minute: str | None, malformed: bool,
+              seen: str | None = None) -> None:
+        """`minute`: a counted line's; `seen`: the time of a well-formed line of another level."""
         inp, counted = self.inp, self.counted
+        at = minute or seen
+        if counted and at and not malformed:
+            inp.newest[partition] = max(inp.newest.get(partition, at), at)
+            if not minute:
+                inp.newest_other[partition] = max(inp.newest_other.get(partition, at), at)
 
         def on_delivery(err, msg):
             assert err is None, err
@@ -90,7 +100,8 @@ def build_input(bootstrap: str, topic: str, txn_id: str, n_plain: int = 1200,
             continue
         level = levels[i % len(levels)]
         line, minute = _line(rng, i, level)
-        w.write(line, i % 4, minute if level == b"ERROR" else None, malformed=False)
+        w.write(line, i % 4, minute if level == b"ERROR" else None, malformed=False,
+                seen=minute)
     assert plain.flush(30) == 0
 
     txn = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id})
