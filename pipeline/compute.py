@@ -53,9 +53,11 @@ class SparkCompute:
         if _jvm_writes_where_we_do():
             # --verbose: let the JVM finish writing to our stderr, so the error that stops us
             # is the last line an operator sees. Otherwise its output goes to the log file and
-            # we exit at once; the JVM exits by itself when our pipe closes.
+            # we exit at once, and a JVM still starting is stopped.
             with contextlib.suppress(Exception):
                 self.started.result(timeout=SPARK_START_WAIT_S)
+            return
+        self.started.abandon()
 
     def ready(self) -> None:
         self.session = spark = self.started.result()

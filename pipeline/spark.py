@@ -17,6 +17,7 @@ from logcount.core.paths import jars_dir
 from logcount.pipeline.cds import spark_java_options
 from logcount.pipeline.driver_pools import bound_block_manager_pools
 from logcount.pipeline.jdk import native_trim_option
+from logcount.pipeline.jvm_launch import launched_jvms, stop_trees
 
 
 def connector_jars() -> list[str]:
@@ -214,6 +215,8 @@ class SessionStart:
         self.paced = paced
         self.began = time.monotonic()
         self.took: float | None = None  # seconds, once ready
+        # JVMs launched before (a test's shared session): never this start's to stop.
+        self._before = set() if under_spark_submit() else launched_jvms()
         pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="spark-start")
         self._future = pool.submit(self._start)
         pool.shutdown(wait=False)
@@ -226,6 +229,14 @@ class SessionStart:
     def result(self, timeout: float | None = None):
         """The session (waits for it); raises what its start raised."""
         return self._future.result(timeout)
+
+    def abandon(self) -> None:
+        """The stage will not start: stop the driver JVM if it is still starting. Left alone it
+        would finish its start (3-7 CPU-s) before it sees our pipe close: a refused start
+        would cost nearly what a run's does. Figures: docs/tuning.md#refused-starts"""
+        if self._future.done() or under_spark_submit():
+            return
+        stop_trees(launched_jvms() - self._before)
 
 
 def _submitted_session(session_class, app_name: str):
