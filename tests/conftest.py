@@ -169,9 +169,37 @@ def endpoints() -> Iterator[Endpoints]:
 
 
 @pytest.fixture
-def names(request) -> Names:
+def names(request) -> Iterator[Names]:
     short = request.node.name.split("[")[0].removeprefix("test_")[:20].replace("_", "-")
-    return Names.unique(short)
+    n = Names.unique(short)
+    bootstrap = (request.getfixturevalue("endpoints").bootstrap
+                 if "endpoints" in request.fixturenames else None)
+    yield n
+    if bootstrap and not os.environ.get("LOGCOUNT_TEST_KEEP_TOPICS"):
+        _delete_topics(bootstrap, n.prefix)
+
+
+# How long a test's teardown waits for its topics' deletion: the broker deletes in the
+# background anyway; a slow answer only means the next test starts a moment later.
+TOPIC_DELETE_WAIT_S = 10.0
+
+
+def _delete_topics(bootstrap: str, prefix: str) -> None:
+    """Delete the topics a test made (its names' prefix: inputs, outputs, DLQs, the stage's state
+    and final topics). A lane's broker carried ~4,600 leftover partitions by the end of a run, and
+    spent more CPU on each test for them: docs/tuning.md#test-suite-time.
+    LOGCOUNT_TEST_KEEP_TOPICS=1 keeps them for a look after a run."""
+    from logcount.connectors import kafka_io
+
+    try:
+        adm = kafka_io.admin(bootstrap)
+        mine = [t for t in adm.list_topics(timeout=TOPIC_DELETE_WAIT_S).topics
+                if t.startswith(prefix + "-")]
+        if mine:
+            for future in adm.delete_topics(mine, operation_timeout=TOPIC_DELETE_WAIT_S).values():
+                future.result(TOPIC_DELETE_WAIT_S)
+    except Exception:  # noqa: BLE001 - a test that stopped its broker: nothing to clean
+        return
 
 
 @pytest.fixture
