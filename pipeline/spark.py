@@ -5,6 +5,7 @@ the JDK's), the driver's pools and the jar paths."""
 from __future__ import annotations
 
 import concurrent.futures
+import logging
 import os
 import re
 import sys
@@ -236,6 +237,9 @@ class SessionStart:
         would cost nearly what a run's does. Figures: docs/tuning.md#refused-starts"""
         if self._future.done() or under_spark_submit():
             return
+        # The start's thread may be talking to the JVM: what py4j says of its death is no news,
+        # and the error that stops us must be the only line.
+        logging.getLogger("py4j").setLevel(logging.CRITICAL)
         stop_trees(launched_jvms() - self._before)
 
 
