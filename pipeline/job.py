@@ -306,7 +306,7 @@ def compute_batch(spark, bootstrap: str, topic: str, ranges: Sequence[OffsetRang
 
     `late_before` (a minute index or None): counted lines of earlier minutes are late. Without
     `late_first` the job first runs without the bound and again with it only when a counted
-    minute is before it (the result is the same: see LATE_ON_DEMAND).
+    minute is before it (the same result: docs/tuning.md#late-lines).
     `newest` (--emit-final): the result holds each partition's newest event minute too.
     Ranges of at most `single_task_max` offsets in all are one task (see SINGLE_TASK_MAX_RECORDS),
     and many ranges a few tasks (TASKS_PER_CORE); the result is the same either way."""
