@@ -5,61 +5,42 @@ from __future__ import annotations
 
 import os
 import signal
-from pathlib import Path
+
+from logcount.core.proc_table import descendants, processes
 
 # What pyspark's gateway launch runs, in every phase of its exec chain (spark-submit, spark-class,
 # java ... SparkSubmit): its last argument.
 _SHELL = b"pyspark-shell"
 
 
-def parent_of(stat: str) -> int | None:
-    """The parent pid in a /proc/PID/stat line (pure; the command name may hold spaces and
-    parentheses, so the fields are read after its last ')')."""
-    fields = stat[stat.rfind(")") + 1:].split()
-    return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else None
-
-
-def _processes(proc: Path) -> dict[int, int]:
-    """pid -> parent pid of every process /proc shows ({} without /proc)."""
-    parents = {}
+def _parents() -> dict[int, int]:
+    """pid -> parent pid of every process ({} without /proc)."""
     try:
-        entries = [e for e in os.listdir(proc) if e.isdigit()]
-    except OSError:
+        return {pid: ppid for pid, (_, ppid) in processes().items()}
+    except (OSError, ValueError):  # no /proc, or a command name that is not text: stop nothing
         return {}
-    for e in entries:
-        try:
-            parent = parent_of((proc / e / "stat").read_text())
-        except OSError:  # gone meanwhile
-            continue
-        if parent is not None:
-            parents[int(e)] = parent
-    return parents
 
 
-def launched_jvms(proc: Path = Path("/proc")) -> set[int]:
+def _argv(pid: int) -> list[bytes]:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().split(b"\0")
+    except OSError:  # gone meanwhile
+        return []
+
+
+def launched_jvms() -> set[int]:
     """This process's children that are a pyspark gateway launch."""
     me = os.getpid()
-    found = set()
-    for pid, parent in _processes(proc).items():
-        if parent != me:
-            continue
-        try:
-            if _SHELL in (proc / str(pid) / "cmdline").read_bytes().split(b"\0"):
-                found.add(pid)
-        except OSError:
-            continue
-    return found
+    return {pid for pid, ppid in _parents().items()
+            if ppid == me and _SHELL in _argv(pid)}
 
 
-def stop_trees(roots: set[int], proc: Path = Path("/proc")) -> None:
+def stop_trees(roots: set[int]) -> None:
     """SIGKILL each root and every process under it (the launcher's own JVM, a child of the
     script that spark-submit is until it execs)."""
-    parents = _processes(proc)
-    doomed, frontier = set(), set(roots)
-    while frontier:
-        doomed |= frontier
-        frontier = {pid for pid, parent in parents.items() if parent in frontier} - doomed
-    for pid in doomed:
+    parents = _parents()
+    for pid in {*roots, *(d for r in roots for d in descendants(r, parents))}:
         try:
             os.kill(pid, signal.SIGKILL)
         except OSError:  # gone already, or not ours to signal

@@ -17,6 +17,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from logcount.core.proc_table import descendants, parse_stat, processes, read_proc, stat_fields
+
+__all__ = ["Child", "ProcStats", "cpu_seconds", "descendants", "parse_stat", "parse_status",
+           "proc_sample", "processes", "read_proc"]
+
 SAMPLE_S = 0.2
 _TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -44,26 +49,6 @@ class ProcStats:
                    if name is None or self.names.get(pid) == name) / 1024
 
 
-def read_proc(path: str) -> str | None:
-    """A /proc file's text; None when it is gone (its process or thread ended)."""
-    try:
-        with open(path) as f:
-            return f.read()
-    except OSError:
-        return None
-
-
-def _fields(stat: str) -> tuple[str, list[str]]:
-    """/proc/PID/stat -> (comm, the fields after it); comm may hold spaces and parentheses."""
-    return stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
-
-
-def parse_stat(text: str) -> tuple[str, int]:
-    """/proc/PID/stat -> (comm, ppid)."""
-    comm, fields = _fields(text)
-    return comm, int(fields[1])
-
-
 _STATUS = {"VmRSS": "rss_kb", "Threads": "threads"}
 
 
@@ -78,35 +63,13 @@ def parse_status(text: str, keys: dict[str, str] = _STATUS) -> dict[str, int]:
     return out
 
 
-def descendants(root: int, parents: dict[int, int]) -> list[int]:
-    """Every pid below `root`, given pid -> ppid, nearest first."""
-    kids: dict[int, list[int]] = {}
-    for pid, ppid in sorted(parents.items()):
-        kids.setdefault(ppid, []).append(pid)
-    out, todo = [], list(kids.get(root, []))
-    while todo:
-        pid = todo.pop(0)
-        out.append(pid)
-        todo += kids.get(pid, [])
-    return out
-
-
-def processes() -> dict[int, tuple[str, int]]:
-    """Every process now: pid -> (comm, ppid)."""
-    out = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and (stat := read_proc(f"/proc/{entry}/stat")):
-            out[int(entry)] = parse_stat(stat)
-    return out
-
-
 def cpu_seconds(pid: int | str | None) -> float:
     """User + system CPU seconds of one process (or "PID/task/TID": a thread) so far; 0 when it
     is gone (or None)."""
     stat = read_proc(f"/proc/{pid}/stat") if pid else None
     if stat is None:
         return 0.0
-    fields = _fields(stat)[1]
+    fields = stat_fields(stat)[1]
     return (int(fields[11]) + int(fields[12])) / _TICKS
 
 
@@ -130,7 +93,7 @@ def _sample(root: int, stats: ProcStats) -> None:
         stat, status = read_proc(f"/proc/{pid}/stat"), read_proc(f"/proc/{pid}/status")
         if stat is None or status is None:
             continue
-        name, fields = _fields(stat)
+        name, fields = stat_fields(stat)
         stats.cpu_s[pid] = (int(fields[11]) + int(fields[12])) / _TICKS
         stats.names[pid] = name
         if (hwm := parse_status(status, {"VmHWM": "hwm_kb"}).get("hwm_kb")) is not None:
