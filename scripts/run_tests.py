@@ -5,11 +5,11 @@ them from one queue, longest first. Where this machine lets us make network name
 and `ip netns`), each lane is one of its own, with its own embedded stack on the contract's
 ports (127.0.0.1:9092 and :3306 are the lane's alone) and its own state directory, so one
 lane's broker bounces and MariaDB kills never touch another lane's tests. The jobs that hold a
-stage to a time run two at most at once, at full priority; the others niced (`pick`). The
-docker tier runs in the machine's own namespace once no timed job is left. Two lanes by
-default (LOGCOUNT_TEST_LANES=N sets another count); with LOGCOUNT_TEST_LANES=1, and where
-namespaces cannot be made, every tier runs in one pytest, one after another, as plain `pytest`
-does.
+stage to a time run two at most at once, at full priority; the others niced (`pick`), each job
+a session of its own so that its niceness holds for all its processes together. The docker tier
+runs in the machine's own namespace once no timed job is left. Three lanes by default
+(LOGCOUNT_TEST_LANES=N sets another count); with LOGCOUNT_TEST_LANES=1, and where namespaces
+cannot be made, every tier runs in one pytest, one after another, as plain `pytest` does.
 
 Arguments, if any, go to one plain pytest run instead (`scripts/run_tests.py tests/unit -x`).
 Each job's output is printed whole when it ends; then the run's time and CPU, the slowest tests,
@@ -19,6 +19,7 @@ and one closing line, `tests: N passed, N failed, N skipped`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -38,10 +39,10 @@ TESTS = ROOT / "tests"
 OUT = ROOT / ".cache" / "lanes"
 SLOWEST = 20
 COSTLIEST = 20
-# Two lanes: one pytest alone used 1.04 cores of two, two lanes 1.66. A third lane's niced jobs
-# beside the two timed ones reached 1.91, but stretched a heal's resume past its 15 s bound in
-# one run of two. Figures: docs/tuning.md#test-suite-time
-LANES = int(os.environ.get("LOGCOUNT_TEST_LANES", "2"))
+# Three lanes: one pytest alone used 1.04 cores of two, two lanes 1.66, three 1.91. A third lane
+# once stretched a heal past its bound, when niceness was per thread; each job is now a session
+# of its own, niced as a whole (`own_group`). Figures: docs/tuning.md#test-suite-time
+LANES = int(os.environ.get("LOGCOUNT_TEST_LANES", "3"))
 
 # Jobs whose tests hold a stage to a time (a resume within 15 s of a heal, batches inside a
 # fault window, a soak's samples): at most two at once, at full priority; every other job runs
@@ -62,7 +63,9 @@ TIMED_AT_ONCE = 2
 # cluster's brokers, less CPU to start and under the tests' load.
 # Figures: docs/tuning.md#test-suite-time
 BROKER_JIT = "-XX:TieredStopAtLevel=1"
-NICE = 10  # CFS gives a nice-10 process ~1/10 of a nice-0 one's share when both want a core
+# CFS gives a nice-10 group ~1/10 of a nice-0 one's share when both want a core: the untimed
+# jobs' sessions (autogroups), so a many-threaded JVM in one counts once, not per thread.
+NICE = 10
 # The docker tier, in the machine's own namespace (its engine publishes ports there); its
 # containers are not children of pytest, so no nice reaches them: it starts once no timed job
 # is left.
@@ -163,6 +166,14 @@ def closing_line(all_cases: list[Case]) -> str:
     return line + (f", {count['skipped']} skipped" if count["skipped"] else "")
 
 
+def own_group(pid: int, nice: int) -> None:
+    """Give the session `pid` leads (its autogroup: every process it starts that stays in the
+    session) the weight of `nice`. Where the kernel has no autogroups, the job's `nice -n` does
+    it per process."""
+    with contextlib.suppress(OSError):
+        Path(f"/proc/{pid}/autogroup").write_text(str(nice))
+
+
 def namespaces_work() -> bool:
     """Root with a working `ip netns` (gVisor, VMs and containers with CAP_SYS_ADMIN do)."""
     if os.geteuid() != 0 or not shutil.which("ip") or LANES < 2:
@@ -252,12 +263,17 @@ class Runner:
                *paths]
         began = time.monotonic()
         env = {**(lane.env if lane else os.environ), "LOGCOUNT_TEST_CPU_LOG": str(cpu_log)}
-        if stream:
-            rc = subprocess.call(cmd, cwd=ROOT, env=env, stdin=subprocess.DEVNULL)
-        else:
-            with open(log, "wb") as f:
-                rc = subprocess.call(cmd, cwd=ROOT, env=env, stdout=f, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL)
+        with open(log, "wb") as f:
+            out_to = {} if stream else {"stdout": f, "stderr": subprocess.STDOUT}
+            # A session of its own: its autogroup is the job's, niced as a whole (own_group).
+            proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
+                                    start_new_session=True, **out_to)
+            own_group(proc.pid, nice)
+            try:
+                rc = proc.wait()
+            except BaseException:
+                os.killpg(proc.pid, 9)  # not in our session: no Ctrl-C reaches it
+                raise
         seconds = time.monotonic() - began
         with self.lock:
             where = lane.name if lane else "here"

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
+
+import pytest
 
 from scripts.run_tests import (
     FIRST,
@@ -17,6 +21,7 @@ from scripts.run_tests import (
     closing_line,
     cpu_rows,
     jobs,
+    own_group,
     pick,
 )
 from tests.support.cpu_log import busy_seconds
@@ -93,3 +98,19 @@ def test_the_cpu_log_is_read_back_and_the_machine_busy_time_counts_every_busy_fi
     # user nice system idle iowait irq softirq steal guest guest_nice: idle and iowait are not busy
     stat.write_text("cpu  100 20 30 5000 70 4 6 10 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n")
     assert busy_seconds(str(stat)) * os.sysconf("SC_CLK_TCK") == 170
+
+
+def test_a_job_s_session_is_niced_as_a_whole(tmp_path: Path):
+    if not Path("/proc/self/autogroup").exists():
+        pytest.skip("this kernel has no autogroups: each job's `nice -n` does it per process")
+    job = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"],
+                           start_new_session=True)
+    try:
+        own_group(job.pid, 7)
+        mine = Path("/proc/self/autogroup").read_text()
+        assert Path(f"/proc/{job.pid}/autogroup").read_text().split()[-1] == "7"
+        assert Path("/proc/self/autogroup").read_text() == mine  # ours is untouched
+    finally:
+        job.kill()
+        job.wait()
+    own_group(job.pid, 7)  # a job already gone: nothing to do, no error
