@@ -1,12 +1,12 @@
 """The stage's loop: batch after batch until a stop (or, with --once, until nothing is left).
 
 Each turn makes new Kafka clients if the last ones were let go of, then runs one batch
-(pipeline/batch.py). A step that failed before anything was published (`StepFailed`) is backed
-off and planned again, giving up after GIVE_UP_AFTER_S of failures without a break; a hung call or
-a fenced producer has the clients replaced (pipeline/clients.py). Between batches a caught-up
-stage is paced (--min-batch-interval), an idle one sleeps --trigger-interval, and a backlog runs
-back to back. SIGTERM is checked between steps: a running Spark job is cancelled, an open
-transaction finished or aborted first.
+(pipeline/batch.py). A step that failed before anything was published (`StepFailed`) is backed off
+and planned again, giving up after GIVE_UP_AFTER_S of failures without a break; a hung call or a
+fenced producer has the clients replaced (pipeline/clients.py). Between batches a caught-up stage
+is paced (--min-batch-interval or --target-latency, pipeline/pacing.py), an idle one sleeps
+--trigger-interval (less under a target), and a backlog runs back to back. SIGTERM is checked
+between steps: a running Spark job is cancelled, an open transaction finished or aborted first.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from logcount.core.settings import RunSettings
 from logcount.pipeline.batch import Batch, JobFailed, PlanFailed, StepFailed
 from logcount.pipeline.batch_report import Report
 from logcount.pipeline.clients import Clients
-from logcount.pipeline.offsets import pacing_wait
+from logcount.pipeline.pacing import Cadence
 
 log = logging.getLogger("logcount.stage")
 
@@ -89,6 +89,7 @@ class Loop:
                  stop: StopFlag) -> None:
         self.s, self.batch, self.clients, self.report = s, batch, clients, report
         self.clock, self.sleep, self.stop = clock, sleep, stop
+        self.cadence = Cadence(s.min_batch_interval, s.target_latency_seconds)
         self.backoff = Backoff(RETRY_FIRST_S, RETRY_MAX_S, give_up_s=GIVE_UP_AFTER_S,
                                clock=clock)
         batch.on_commit = self.committed
@@ -106,11 +107,15 @@ class Loop:
             if not busy:
                 if s.once:
                     return
-                self.sleep(s.trigger_interval)
-            elif s.min_batch_interval and not (s.once or self.batch.backlogged):
+                self.sleep(self.cadence.idle(s.trigger_interval))
+                continue
+            now = self.clock()
+            if not (s.once or self.batch.backlogged):
+                self.cadence.took(now - self.batch.started)  # a caught-up batch's length
                 # Pacing: a caught-up stage waits out the rest of the interval, so what
                 # arrives meanwhile joins the next batch instead of making its own.
-                self.sleep(pacing_wait(self.batch.started, self.clock(), s.min_batch_interval))
+                if wait := self.cadence.wait(self.batch.started, now):
+                    self.sleep(wait)
 
     def attempt(self) -> bool | None:
         """The stop is checked before every turn (after a back-off's sleep too)."""

@@ -40,13 +40,6 @@ def batch_cap(batches_done: int, max_records: int) -> int:
     return min(max_records, FIRST_BATCH_RECORDS * BATCH_GROWTH ** min(batches_done, 16))
 
 
-def pacing_wait(started: float, now: float, interval: float) -> float:
-    """Seconds a caught-up stage waits after a batch that started at `started` (monotonic) and
-    ended at `now`, so that batches start at most every `interval` seconds: 0 once the batch
-    itself took that long, or without pacing (`interval` 0)."""
-    return max(0.0, started + interval - now)
-
-
 def plan_ranges(starts: Mapping[int, int], ends: Mapping[int, int],
                 max_records: int) -> list[OffsetRange]:
     """Ranges [start, end) per partition, at most `max_records` offsets in all.

@@ -1,4 +1,3 @@
-import pytest
 
 from logcount.pipeline.job import (
     INTERPRETED_MAX_RECORDS,
@@ -12,7 +11,6 @@ from logcount.pipeline.offsets import (
     OffsetRange,
     batch_cap,
     offsets_to_send,
-    pacing_wait,
     plan_ranges,
     resolve_starts,
 )
@@ -113,10 +111,3 @@ def test_a_small_batch_over_a_few_ranges_runs_interpreted_up_to_its_bound():
     assert batch_shape(above, parallelism=2) == BatchShape(1, False)
     one = [OffsetRange(0, 0, INTERPRETED_MAX_RECORDS)]
     assert batch_shape(one, parallelism=2).interpreted
-
-
-def test_pacing_waits_out_the_rest_of_the_interval_and_never_less_than_nothing():
-    assert pacing_wait(10.0, 10.1, 0.5) == pytest.approx(0.4)
-    assert pacing_wait(10.0, 10.5, 0.5) == 0.0  # the batch took the whole interval
-    assert pacing_wait(10.0, 12.0, 0.5) == 0.0  # a slow batch: the next starts at once
-    assert pacing_wait(10.0, 10.1, 0.0) == 0.0  # no pacing

@@ -148,6 +148,17 @@ def test_pacing_is_checked_where_it_is_read():
         _parse(RunSettings, ["--min-batch-interval", "30", "--health-stall-seconds", "30"]
                ).validate()
 
+    # A latency target: its batches as often as unpaced ones, so the low-latency mode's JVM.
+    s = _parse(RunSettings, ["--target-latency", "250ms"], {"LOGCOUNT_MIN_BATCH_INTERVAL": "2"})
+    assert s.target_latency_seconds == 0.25 and not s.paced
+    assert _parse(RunSettings, []).target_latency_seconds is None and _parse(RunSettings, []).paced
+    assert _parse(RunSettings, [], {"LOGCOUNT_TARGET_LATENCY": "1.5s"}).target_latency_seconds \
+        == 1.5
+    with pytest.raises(ConfigError, match="--target-latency takes a time"):
+        _parse(RunSettings, ["--target-latency", "250"])
+    with pytest.raises(ConfigError, match="below --health-stall-seconds"):
+        _parse(RunSettings, ["--target-latency", "20s", "--health-stall-seconds", "10"])
+
 
 @pytest.mark.parametrize(("argv", "match"), [
     (["--group-by", "host.name"], "default text rule"),

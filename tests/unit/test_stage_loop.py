@@ -201,3 +201,44 @@ def test_a_stop_during_a_failed_step_ends_the_loop_without_a_retry():
     assert r.compute.jobs == [[(0, 0, 10)], [(0, 0, 10)]] and r.broker.group == {}
     assert r.clock.sleeps == [loop.RETRY_FIRST_S]
     assert _metric(r.stage, "logcount_batches_aborted_total") == 1
+
+
+def test_a_latency_target_paces_a_caught_up_stage_by_its_batches_lengths():
+    """A line arrives during every wait (one record): each caught-up batch is followed by the
+    target less the slowest batch so far, measured from its own start."""
+    r = rig(once=False, target_latency="250ms", min_batch_interval=0.0)
+    lengths = iter([0.05, 0.09, 0.07, 0.06])
+    count = r.compute.batch
+
+    def timed(ranges, late_before):
+        r.clock.now += next(lengths)
+        return count(ranges, late_before)
+
+    def arrive(seconds: float) -> bool:
+        r.broker.end += 1
+        if len(r.compute.jobs) == 4:
+            r.stage.stop.event.set()
+        return r.clock.sleep(seconds)
+
+    r.compute.batch = timed  # type: ignore[method-assign]
+    r.stage.loop.sleep = arrive
+    assert r.stage.run() == 0
+    assert len(r.compute.jobs) == 4
+    assert r.clock.sleeps[:3] == pytest.approx([0.25 - 0.05 - 0.05, 0.25 - 0.09 - 0.09,
+                                                0.25 - 0.09 - 0.07])
+    assert r.broker.group == {0: 13}  # every line that arrived was counted
+
+
+def test_without_a_target_an_unpaced_stage_runs_back_to_back():
+    r = rig(once=False, min_batch_interval=0.0)
+    count = r.compute.batch
+
+    def busy(ranges, late_before):  # the input grows while a batch runs: never idle
+        r.broker.end += 1
+        if len(r.compute.jobs) == 2:  # the third batch: the loop stops after it
+            r.stage.stop.event.set()
+        return count(ranges, late_before)
+
+    r.compute.batch = busy  # type: ignore[method-assign]
+    assert r.stage.run() == 0
+    assert r.clock.sleeps == [] and len(r.compute.jobs) == 3

@@ -26,6 +26,7 @@ from logcount.core.settings.values import (
     mask_url,
     parse_duration_minutes,
     parse_grace_seconds,
+    parse_latency_seconds,
     parse_rollups,
 )
 from logcount.formats.catalogue import DIMENSIONS, SHAPES, check_group_by
@@ -57,8 +58,8 @@ class RunSettings(ServiceFields, CountingFields, KafkaClientFields):
 
     flag_order = ("once", "bootstrap_servers", "input_topic", "output_topic", "dlq_topic",
                   "group_id", "transactional_id", "master", CountingFields, "continuation_lines",
-                  "group_by", "max_series", "trigger_interval",
-                  "min_batch_interval", "max_records_per_batch", "starting_offsets", "delivery",
+                  "group_by", "max_series", "trigger_interval", "min_batch_interval",
+                  "target_latency", "max_records_per_batch", "starting_offsets", "delivery",
                   "input_partitions", "output_partitions", "dlq_partitions",
                   "max_malformed_per_batch", "startup_timeout", "metrics_port",
                   "health_stall_seconds", "refusal_hold_seconds", "replication_factor",
@@ -106,6 +107,11 @@ class RunSettings(ServiceFields, CountingFields, KafkaClientFields):
                                   "latency); a backlog still runs back to back; 0: no pacing "
                                   "(the low-latency mode)",
                                   lo=0, hi=60))
+    target_latency: str | None = field(default=None, metadata=opt(
+        "pace a caught-up stage to this latency instead (e.g. 250ms): each batch starts as late "
+        "as lets a line written just after the last one began be committed within it, given the "
+        "recent batches' lengths; fewer batches than --min-batch-interval 0 at the same "
+        "latency, a backlog still back to back (default: off)", metavar="DURATION"))
     max_records_per_batch: int = field(
         default=2_000_000, metadata=opt("cap on input records per batch, spread over partitions (a "
                                        "process's first batches ramp up to it: 2000, 20000, ...)",
@@ -176,6 +182,7 @@ class RunSettings(ServiceFields, CountingFields, KafkaClientFields):
                      "final", metavar="1h[,1d]"))
 
     horizon_minutes: int | None = derived()  # --lateness-horizon in minutes (None: off)
+    target_latency_seconds: float | None = derived()  # --target-latency (None: off)
     grace_seconds: int | None = derived()  # --emit-final in seconds (None: off)
     rollup_minutes: tuple[int, ...] = derived()  # --rollup's windows in minutes, ascending
 
@@ -186,9 +193,10 @@ class RunSettings(ServiceFields, CountingFields, KafkaClientFields):
 
     @property
     def paced(self) -> bool:
-        """A caught-up stage waits between batches (the default cadence): its driver JVM is the
-        paced one (pipeline/spark.py PACED_JVM_OPTIONS)."""
-        return self.min_batch_interval > 0
+        """A caught-up stage waits a second or so between batches (the default cadence): its
+        driver JVM is the paced one (pipeline/spark.py PACED_JVM_OPTIONS). A latency target's
+        batches come as often as the low-latency mode's, and its JVM is that mode's."""
+        return self.min_batch_interval > 0 and self.target_latency_seconds is None
 
     def __post_init__(self) -> None:
         """Validate, and parse once what the stage reads: the counting flags, the clients'
@@ -202,6 +210,11 @@ class RunSettings(ServiceFields, CountingFields, KafkaClientFields):
         set_derived(self, "horizon_minutes",
                     parse_duration_minutes(self.lateness_horizon, "--lateness-horizon"))
         self._check_emit_final()
+        set_derived(self, "target_latency_seconds",
+                    parse_latency_seconds(self.target_latency, "--target-latency"))
+        if (self.target_latency_seconds or 0) >= self.health_stall_seconds:
+            raise ConfigError(f"--target-latency ({self.target_latency}) must be below "
+                              f"--health-stall-seconds ({self.health_stall_seconds:g} s)")
         if self.min_batch_interval >= self.health_stall_seconds:
             # /healthz would call a paced stage with lag stalled between two of its batches
             raise ConfigError(f"--min-batch-interval ({self.min_batch_interval:g} s) must be "
@@ -504,8 +517,17 @@ class BenchSettings(Settings):
         "with --final: closed minutes the emit-final run waits for after its warm-up (their "
         "delays are the figures)", lo=1, hi=60))
 
+    target: bool = field(default=False, metadata=opt(
+        "run the --target-latency figures instead (logcount/bench/target.py): at each of "
+        "--target-rates, Kafka Streams, the stage with --target-latency at Kafka Streams' p99 "
+        "of that run, and the stage unpaced: latency, CPU per line and batches; writes "
+        "target.json and target.md"))
+    target_rates: str = field(default="2000,20000", metadata=opt(
+        "with --target: the rates (lines/s) to run, in this order", metavar="RATE[,RATE...]"))
+
     grouping_part_names: tuple[str, ...] = derived()  # --grouping-parts, in the bench's order
     final_rate_list: tuple[int, ...] = derived()  # --final-rates, parsed
+    target_rate_list: tuple[int, ...] = derived()  # --target-rates, parsed
 
     def __post_init__(self) -> None:
         """Validate, and parse --grouping-parts once."""
@@ -518,14 +540,8 @@ class BenchSettings(Settings):
                               f"{', '.join(GROUPING_PARTS)}")
         parts = tuple(p for p in GROUPING_PARTS if p in named)
         set_derived(self, "grouping_part_names", parts)
-        try:
-            rates = tuple(int(r) for r in self.final_rates.split(","))
-        except ValueError:
-            rates = ()
-        if not rates or min(rates) < 20:
-            raise ConfigError(f"--final-rates {self.final_rates!r}: whole lines/s of at least "
-                              "20, comma-separated")
-        set_derived(self, "final_rate_list", rates)
+        set_derived(self, "final_rate_list", _rates(self.final_rates, "--final-rates"))
+        set_derived(self, "target_rate_list", _rates(self.target_rates, "--target-rates"))
         if self.grouping and "shapes" in parts and not self.ab_base:
             raise ConfigError("--grouping needs --ab-base DIR (a checkout of the code before "
                               "grouping, run as the A/B's B side) unless --grouping-parts "
@@ -544,3 +560,14 @@ class StackSettings(Settings):
     spark_cluster: bool = field(
         default=False, metadata=opt("also a Spark standalone master and two workers")
     )
+
+
+def _rates(text: str, flag: str) -> tuple[int, ...]:
+    """'2000,20000' -> (2000, 20000): whole lines/s of at least 20."""
+    try:
+        rates = tuple(int(r) for r in text.split(","))
+    except ValueError:
+        rates = ()
+    if not rates or min(rates) < 20:
+        raise ConfigError(f"{flag} {text!r}: whole lines/s of at least 20, comma-separated")
+    return rates

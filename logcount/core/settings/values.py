@@ -90,6 +90,25 @@ def parse_grace_seconds(text: str | None, source: str) -> int | None:
     return int(m.group(1)) * _SECOND_UNITS[m.group(2)]
 
 
+# A latency target between a batch's own floor and a minute (beyond, pacing is
+# --min-batch-interval's job).
+LATENCY_TARGET_RANGE_S = (0.05, 60.0)
+
+
+def parse_latency_seconds(text: str | None, source: str) -> float | None:
+    """'250ms', '0.5s', '2s' -> seconds within LATENCY_TARGET_RANGE_S; None, '' or 'off' ->
+    None (off)."""
+    if text is None or text.strip().lower() in ("", "off"):
+        return None
+    m = re.fullmatch(r"\s*([0-9]{1,6}(?:\.[0-9]{1,3})?)\s*(ms|s)\s*", text.lower())
+    seconds = float(m.group(1)) / (1000 if m.group(2) == "ms" else 1) if m else -1.0
+    lo, hi = LATENCY_TARGET_RANGE_S
+    if not lo <= seconds <= hi:
+        raise ConfigError(f"{source} takes a time in milliseconds or seconds from {lo * 1000:g}ms "
+                          f"to {hi:g}s such as 250ms or 1.5s (or 'off'), got {text!r}")
+    return seconds
+
+
 # --rollup's windows, in minutes: UTC hours and days (pipeline/finals.py publishes them).
 ROLLUP_WINDOWS = {"1h": 60, "1d": 1440}
 
