@@ -98,6 +98,10 @@ def _bench(args: argparse.Namespace) -> int:
         from logcount.bench.emit_final import run_final
 
         return run_final(settings)
+    if settings.target:
+        from logcount.bench.target import run_target
+
+        return run_target(settings)
     if settings.grouping:
         from logcount.bench.grouping import run_grouping
 
@@ -134,7 +138,8 @@ EXAMPLES = {
   logcount bench --lines 5000000 --out bench-results
   logcount bench --soak 20 --out soak-results   # endurance: 20 minutes at 2,000 lines/s
   logcount bench --grouping --ab-base ../logcount-before --lines 1000000   # --group-by's cost
-  logcount bench --final --out final-results   # --emit-final 1m's CPU and closing delay""",
+  logcount bench --final --out final-results   # --emit-final 1m's CPU and closing delay
+  logcount bench --target --out target-results   # --target-latency beside Kafka Streams""",
 }
 
 

@@ -246,25 +246,31 @@ class Bench:
 
     # -- latency and recovery -----------------------------------------------------------------
     def latency(self, trigger: float, filler: list[bytes], partitions: int = 4,
-                rate: int | None = None, pacing: float = 0.0, repeat: int = 0) -> dict:
+                rate: int | None = None, pacing: float = 0.0, repeat: int = 0,
+                target_ms: int | None = None) -> dict:
         """The stage at `trigger` under `rate` lines/s (--latency-rate unless given), with
-        --min-batch-interval `pacing` when it is not 0; a `repeat` has topics of its own."""
+        --min-batch-interval `pacing` when it is not 0, or --target-latency `target_ms`; a
+        `repeat` has topics of its own."""
         rate = rate or self.s.latency_rate
         suffix = ("" if rate == self.s.latency_rate else f"r{rate}") + (
-            f"m{pacing:g}".replace(".", "_") if pacing else "") + (f"x{repeat}" if repeat else "")
+            f"m{pacing:g}".replace(".", "_") if pacing else "") + (
+            f"t{target_ms}" if target_ms else "") + (f"x{repeat}" if repeat else "")
         tag = (f"lat{trigger:g}".replace(".", "_") + ("" if partitions == 4 else f"p{partitions}")
                + suffix)
         topic = self.loaded_topic(tag, filler, partitions)
         label = (f"latency_trigger_{trigger:g}" + ("" if rate == self.s.latency_rate
                                                     else f"_{rate}")
-                 + (f"_paced_{pacing:g}" if pacing else ""))
+                 + (f"_paced_{pacing:g}" if pacing else "")
+                 + (f"_target_{target_ms}ms" if target_ms else ""))
         # Always explicit: 0 is the unpaced (low-latency) mode, whatever the stage's default.
-        flags = ["--trigger-interval", str(trigger), "--min-batch-interval", str(pacing)]
+        flags = ["--trigger-interval", str(trigger), "--min-batch-interval", str(pacing),
+                 *(["--target-latency", f"{target_ms}ms"] if target_ms else [])]
         c = self.child(label, self.stage_argv(topic, tag, *flags))
         result = self.measure(c, "batch 1 committed", topic, tag, filler, rate, partitions)
         commits = commit_seconds(c)[1:]  # the first batch is the warm-up's backlog
         result = {"contender": "logcount_eos", "trigger_interval_s": trigger,
-                  "min_batch_interval_s": pacing, **result,
+                  "min_batch_interval_s": pacing,
+                  **({"target_latency_ms": target_ms} if target_ms else {}), **result,
                   "batches": len(commits),
                   "commit_p99_ms": round(percentile([x * 1000 for x in commits], 99), 1)
                   if commits else None}
