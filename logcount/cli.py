@@ -91,9 +91,9 @@ def _bench(args: argparse.Namespace) -> int:
         raise ConfigError(NO_BENCH_EXTRA)
     settings = st.from_namespace(st.BenchSettings, args)
     if settings.soak is not None:
-        from logcount.bench.soak import plan_from_settings, run_soak
+        from logcount.bench.soak import plans_from_settings, run_soaks
 
-        return run_soak(plan_from_settings(settings))
+        return run_soaks(plans_from_settings(settings))
     if settings.final:
         from logcount.bench.emit_final import run_final
 
@@ -136,7 +136,7 @@ EXAMPLES = {
     "demo": "example:\n  logcount demo --lines 1000000",
     "bench": """examples:
   logcount bench --lines 5000000 --out bench-results
-  logcount bench --soak 20 --out soak-results   # endurance: 20 minutes at 2,000 lines/s
+  logcount bench --soak 60 --out soak-results   # endurance: an hour each cadence, 2,000 lines/s
   logcount bench --grouping --ab-base ../logcount-before --lines 1000000   # --group-by's cost
   logcount bench --final --out final-results   # --emit-final 1m's CPU and closing delay
   logcount bench --target --out target-results   # --target-latency beside Kafka Streams""",

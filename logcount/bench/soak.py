@@ -36,6 +36,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from confluent_kafka import Producer
 
@@ -60,6 +61,7 @@ from logcount.core.errors import DependencyError
 from logcount.core.paths import home
 from logcount.core.records import decode_total
 from logcount.core.settings import BenchSettings, RunSettings
+from logcount.core.settings.commands import SOAK_MODES
 from logcount.formats.shapes import expected_from_records, synthetic_records
 
 log = logging.getLogger("logcount.bench.soak")
@@ -363,11 +365,20 @@ def run_soak(plan: SoakPlan, say: Callable[[str], None] = print) -> int:
     return 0 if r["totals"]["exact"] else 1
 
 
-def plan_from_settings(s: BenchSettings) -> SoakPlan:
-    """`logcount bench --soak MINUTES ...` (logcount.core.settings.BenchSettings) -> a SoakPlan."""
+def plans_from_settings(s: BenchSettings) -> list[SoakPlan]:
+    """`logcount bench --soak MINUTES ...` (logcount.core.settings.BenchSettings) -> a SoakPlan
+    per --soak-modes cadence, in --out/MODE when there are several."""
     assert s.soak is not None  # only called for --soak
-    return SoakPlan(minutes=s.soak, out=s.out, rate=s.soak_rate, sample_s=s.sample_seconds,
-                    seed=s.seed, bootstrap=s.bootstrap_servers)
+    many = len(s.soak_mode_list) > 1
+    return [SoakPlan(minutes=s.soak, out=str(Path(s.out) / mode) if many else s.out,
+                     rate=s.soak_rate, sample_s=s.sample_seconds, seed=s.seed,
+                     bootstrap=s.bootstrap_servers, min_batch_interval=SOAK_MODES[mode])
+            for mode in s.soak_mode_list]
+
+
+def run_soaks(plans: Sequence[SoakPlan], say: Callable[[str], None] = print) -> int:
+    """Each plan in turn, on one stack; 0 when every one was exact."""
+    return max(run_soak(plan, say) for plan in plans)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -21,8 +21,10 @@ def test_a_short_soak_samples_every_series_and_counts_exactly(endpoints, tmp_pat
     out = tmp_path / "soak"
     # 300 s: the run takes ~55 s (a session start, 3 s of warm-up, 30 s sampled, the drain,
     # the stop); a busy machine may double that, and a hung stage must still fail the test.
+    # The defaults' cadence alone (both are one code path; --soak-modes' plans are unit-tested).
     r = cli("bench", "--soak", str(MINUTES), "--sample-seconds", str(SAMPLE_S), "--out", str(out),
-            "--bootstrap-servers", endpoints.bootstrap, timeout=300, check=False)
+            "--soak-modes", "defaults", "--bootstrap-servers", endpoints.bootstrap, timeout=300,
+            check=False)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     result = json.loads((out / "soak.json").read_text())
 

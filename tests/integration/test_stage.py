@@ -122,28 +122,26 @@ def _commits(log: str) -> list[tuple[float, float, int]]:
     return out
 
 
-def test_pacing_spaces_a_caught_up_stages_batches_but_not_a_backlogs(endpoints, names,
-                                                                      tmp_path):
-    """--min-batch-interval: a backlog still runs batch after batch; once caught up, a steady
-    input gets a batch at most every interval (what arrives meanwhile joins the next one), and
-    every line is counted once."""
-    interval, cap, backlog, ticks, per_tick = 3.0, 1000, 6000, 48, 20
+CAP, BACKLOG, TICKS, PER_TICK = 1000, 6000, 48, 20
+
+
+def _paced_run(endpoints, names, tmp_path, *flags: str) -> list[tuple[float, float, int]]:
+    """A backlog of BACKLOG lines (batches of CAP), then a steady input (PER_TICK lines every
+    0.25 s for 12 s) through a stage with `flags`; every line counted once. Its batches."""
     topic = names.topic("in")
     kafka_io.ensure_topic(kafka_io.admin(endpoints.bootstrap), topic, 2)
     producer = Producer({"bootstrap.servers": endpoints.bootstrap})
-    for i in range(backlog):
+    for i in range(BACKLOG):
         producer.produce(topic, b"2017-07-30 14:09:08 ERROR backlog %d" % i, partition=i % 2)
     producer.flush(30)
     log = tmp_path / "stage.log"
-    stage = start_cli(*stage_args(endpoints, names, "--min-batch-interval", str(interval),
-                                  "--trigger-interval", "0.05",
-                                  "--max-records-per-batch", str(cap)), log_path=log)
+    stage = start_cli(*stage_args(endpoints, names, *flags, "--trigger-interval", "0.05",
+                                  "--max-records-per-batch", str(CAP)), log_path=log)
     try:
         wait_for(lambda: group_offsets(endpoints.bootstrap, names.group, topic)
                  == end_offsets(endpoints.bootstrap, topic), timeout_s=180, what="the backlog")
-        # A steady input: 20 lines every 0.25 s for 12 s.
-        for t in range(ticks):
-            for i in range(per_tick):
+        for t in range(TICKS):
+            for i in range(PER_TICK):
                 producer.produce(topic, b"2017-07-30 14:10:00 ERROR steady %d" % i,
                                  partition=(t + i) % 2)
             producer.flush(30)
@@ -155,21 +153,62 @@ def test_pacing_spaces_a_caught_up_stages_batches_but_not_a_backlogs(endpoints, 
         stage.send_signal(signal.SIGTERM)
         assert stage.wait(60) == 0
     commits = _commits(log.read_text())
-    n_backlog = backlog // cap
-    assert [r for *_, r in commits[:n_backlog]] == [cap] * n_backlog, commits
-    # The backlog was not paced: each batch started well inside an interval of the last one's
-    # end, however long the batches took (a busy machine stretches them, not the waits between).
-    idle = [b[0] - a[1] for a, b in zip(commits[:n_backlog - 1], commits[1:n_backlog],
-                                        strict=True)]
-    assert max(idle) < interval / 2, (idle, commits)
+    n_backlog = BACKLOG // CAP
+    assert [r for *_, r in commits[:n_backlog]] == [CAP] * n_backlog, commits
+    assert sum(r for *_, r in commits[n_backlog:]) == TICKS * PER_TICK
+    totals = {k: v[-1] for k, v in totals_history(
+        read_all(endpoints.bootstrap, names.topic("out"))).items()}
+    assert totals == {"2017-07-30 14:09:00": BACKLOG, "2017-07-30 14:10:00": TICKS * PER_TICK}
+    return commits
+
+
+def _backlog_not_paced(commits: list[tuple[float, float, int]], within: float) -> None:
+    """Each backlog batch started well inside `within` of the last one's end, however long the
+    batches took (a busy machine stretches them, not the waits between)."""
+    n = BACKLOG // CAP
+    idle = [b[0] - a[1] for a, b in zip(commits[:n - 1], commits[1:n], strict=True)]
+    assert max(idle) < within, (idle, commits)
+
+
+def test_pacing_spaces_a_caught_up_stages_batches_but_not_a_backlogs(endpoints, names,
+                                                                      tmp_path):
+    """--min-batch-interval: a backlog still runs batch after batch; once caught up, a steady
+    input gets a batch at most every interval (what arrives meanwhile joins the next one), and
+    every line is counted once."""
+    interval = 3.0
+    commits = _paced_run(endpoints, names, tmp_path, "--min-batch-interval", str(interval))
+    _backlog_not_paced(commits, interval / 2)
+    n_backlog = BACKLOG // CAP
     steady = commits[n_backlog:]
     # Start to start >= interval (less the planning, which the batch line does not time).
     gaps = [b[0] - a[0] for a, b in zip(commits[n_backlog - 1:], steady, strict=False)]
     assert gaps and min(gaps) >= interval - 0.6, gaps
     # 12 s of input in at most 12 / 3 + 2 batches (back to back it made one per tick or two),
     # and the stage did not starve it either.
-    assert 3 <= len(steady) <= ticks * 0.25 / interval + 2, steady
-    assert sum(r for *_, r in steady) == ticks * per_tick
-    totals = {k: v[-1] for k, v in totals_history(
-        read_all(endpoints.bootstrap, names.topic("out"))).items()}
-    assert totals == {"2017-07-30 14:09:00": backlog, "2017-07-30 14:10:00": ticks * per_tick}
+    assert 3 <= len(steady) <= TICKS * 0.25 / interval + 2, steady
+
+
+def test_a_latency_target_starts_each_batch_the_slowest_recent_one_before_it(endpoints, names,
+                                                                             tmp_path):
+    """--target-latency: a backlog runs back to back; once caught up, batch k+1 starts the
+    target less the slowest recent caught-up batch after batch k's start (no earlier, no
+    later), so a line written just after a batch began is committed within the target."""
+    target = 2.0
+    commits = _paced_run(endpoints, names, tmp_path, "--target-latency", f"{target:g}s")
+    _backlog_not_paced(commits, target / 2)
+    n_backlog = BACKLOG // CAP
+    # The batch line times Spark and the commit; the cadence's length also has the plan and
+    # the records' building (tens of ms): the slack below.
+    lengths = [end - start for start, end, _ in commits]
+    checked = 0
+    for k in range(n_backlog, len(commits) - 1):
+        gap = commits[k + 1][0] - commits[k][0]
+        slowest = max(lengths[max(n_backlog - 1, k - 31):k + 1])
+        if slowest >= target - 0.5:
+            continue  # no room left: back to back, nothing to check
+        assert target - slowest - 0.6 <= gap <= target - slowest + 0.4, (k, gap, slowest,
+                                                                           commits)
+        checked += 1
+    assert checked >= 3, commits
+    # 12 s of input: about 12 / (target - a batch) batches, not one per tick or two.
+    assert len(commits) - n_backlog <= TICKS * 0.25 / (target / 2) + 2, commits

@@ -457,6 +457,10 @@ class DemoSettings(Settings):
 GROUPING_PARTS = ("shapes", "filebeat", "latency")
 
 
+# --soak-modes: each cadence's --min-batch-interval (the soak's stage is otherwise at its defaults)
+SOAK_MODES = {"defaults": RunSettings.min_batch_interval, "unpaced": 0.0}
+
+
 @dataclass(frozen=True, kw_only=True, repr=False)
 class BenchSettings(Settings):
     """`logcount bench`: the side-by-side benchmark on the embedded stack (with --soak: the
@@ -486,6 +490,11 @@ class BenchSettings(Settings):
         "for MINUTES, sampled; writes soak.json, soak.md and soak.png", metavar="MINUTES",
         **POSITIVE))
     soak_rate: int = field(default=2_000, metadata=opt("lines/s the soak produces", lo=20))
+    soak_modes: str = field(default="defaults,unpaced", metadata=opt(
+        "with --soak: the stage's cadences to soak, one after the other, each MINUTES long: "
+        "defaults (a batch a second when caught up), unpaced (--min-batch-interval 0, the "
+        "low-latency mode); with more than one, each writes its soak.* in --out/MODE",
+        metavar="MODE[,MODE...]"))
     sample_seconds: float = field(default=15.0, metadata=opt(
         "seconds between the soak's samples", lo=1))
     grouping: bool = field(default=False, metadata=opt(
@@ -528,6 +537,7 @@ class BenchSettings(Settings):
     grouping_part_names: tuple[str, ...] = derived()  # --grouping-parts, in the bench's order
     final_rate_list: tuple[int, ...] = derived()  # --final-rates, parsed
     target_rate_list: tuple[int, ...] = derived()  # --target-rates, parsed
+    soak_mode_list: tuple[str, ...] = derived()  # --soak-modes, in the order given
 
     def __post_init__(self) -> None:
         """Validate, and parse --grouping-parts once."""
@@ -542,6 +552,11 @@ class BenchSettings(Settings):
         set_derived(self, "grouping_part_names", parts)
         set_derived(self, "final_rate_list", _rates(self.final_rates, "--final-rates"))
         set_derived(self, "target_rate_list", _rates(self.target_rates, "--target-rates"))
+        modes = tuple(dict.fromkeys(m.strip() for m in self.soak_modes.split(",")))
+        if not modes or not set(modes) <= set(SOAK_MODES):
+            raise ConfigError(f"--soak-modes {self.soak_modes!r}: one or more of "
+                              f"{', '.join(SOAK_MODES)}, comma-separated")
+        set_derived(self, "soak_mode_list", modes)
         if self.grouping and "shapes" in parts and not self.ab_base:
             raise ConfigError("--grouping needs --ab-base DIR (a checkout of the code before "
                               "grouping, run as the A/B's B side) unless --grouping-parts "
