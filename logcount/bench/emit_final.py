@@ -22,7 +22,6 @@ Writes final.json and final.md in --out; the goals are docs/benchmarks.md's (Fin
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import signal
@@ -35,7 +34,7 @@ from datetime import UTC, datetime, timedelta
 from confluent_kafka import Producer
 
 from logcount.bench.latency import TICK_S, ProbeReader, percentile
-from logcount.bench.runner import PACED_INTERVAL_S, Bench
+from logcount.bench.runner import PACED_INTERVAL_S, Bench, run_steps
 from logcount.connectors import kafka_io, stack
 from logcount.core.paths import home
 from logcount.core.records import decode_final
@@ -322,16 +321,8 @@ def run_final(s: BenchSettings) -> int:
                     "final_minutes": s.final_minutes, "cpu_goal": CPU_GOAL,
                     "delay_goal_ms": DELAY_GOAL_MS, "started": datetime.now(UTC).isoformat(
                         timespec="seconds"), "rates": []}
-    t0 = time.monotonic()
-    try:
-        for i, rate in enumerate(s.final_rate_list):
-            result["rates"].append(run_rate(b, s, lines, rate, first_on=i % 2 == 1))
-            result["seconds"] = round(time.monotonic() - t0)
-            # each rate's figures kept as soon as they are known: a later failure keeps them
-            (b.out / "final.json").write_text(json.dumps(result, indent=1) + "\n")
-    finally:
-        b.drop_topics()
-    (b.out / "final.md").write_text(markdown(result))
-    print(markdown(result))
-    print(f"bench: wrote {b.out / 'final.json'} and final.md")
-    return 0
+    # the order alternates between rates (see the module's doc)
+    steps = [lambda r, i=i, rate=rate: r["rates"].append(
+        run_rate(b, s, lines, rate, first_on=i % 2 == 1))
+        for i, rate in enumerate(s.final_rate_list)]
+    return run_steps(b, "final", result, steps, markdown)

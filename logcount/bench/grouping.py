@@ -13,18 +13,16 @@ goals are docs/benchmarks.md's (Per-series counting).
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import statistics
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 from logcount.bench import data
 from logcount.bench.checkout import ab_env
 from logcount.bench.latency import percentile
-from logcount.bench.runner import BENCH_SHAPES, Bench, commit_seconds
+from logcount.bench.runner import BENCH_SHAPES, Bench, commit_seconds, run_steps
 from logcount.connectors import stack
 from logcount.core.errors import ConfigError
 from logcount.core.paths import home
@@ -200,21 +198,12 @@ def run_grouping(s: BenchSettings) -> int:
         stack.up(log=log.info)
     os.environ.setdefault("PYTHONPATH", str(home()))
     b = Bench(s)
-    t0 = time.monotonic()
     result: dict = {"lines": s.lines, "seed": s.seed, "ab_base": base,
                     "ab_repeats": s.ab_repeats, "latency_repeats": s.latency_repeats,
                     "parts": list(names)}
-    try:
-        for name, part in selected_parts(b, s, base, names):
-            result[name] = part()
-            result["seconds"] = round(time.monotonic() - t0)
-            # each part's figures kept as soon as they are known: a later failure keeps them
-            (b.out / "grouping.json").write_text(json.dumps(result, indent=1) + "\n")
-    finally:
-        b.drop_topics()
-    (b.out / "grouping.md").write_text(markdown(result))
-    print(markdown(result))
-    return 0
+    steps = [lambda r, name=name, part=part: r.__setitem__(name, part())
+             for name, part in selected_parts(b, s, base, names)]
+    return run_steps(b, "grouping", result, steps, markdown)
 
 
 def selected_parts(b: Bench, s: BenchSettings, base: str | None,

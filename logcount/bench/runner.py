@@ -24,6 +24,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from logcount.bench import data, phases, report
@@ -389,6 +390,26 @@ class Bench:
         result = {"recovery_s": round(t - killed, 2)}
         log.info("recovery: %s", result)
         return result
+
+
+def run_steps(b: Bench, name: str, result: dict, steps: Iterable[Callable[[dict], object]],
+              markdown: Callable[[dict], str]) -> int:
+    """A bench mode's runs: each step adds its figures to `result`, kept in NAME.json as soon as
+    they are known (a later failure keeps them); the topics dropped at the end whatever happened;
+    then NAME.md, printed too."""
+    t0 = time.monotonic()
+    try:
+        for step in steps:
+            step(result)
+            result["seconds"] = round(time.monotonic() - t0)
+            (b.out / f"{name}.json").write_text(json.dumps(result, indent=1) + "\n")
+    finally:
+        b.drop_topics()
+    md = markdown(result)
+    (b.out / f"{name}.md").write_text(md)
+    print(md)
+    print(f"bench: wrote {b.out / f'{name}.json'} and {name}.md")
+    return 0
 
 
 # The shapes the bench runs beside the seed format: the widened default rule, a regex, a JSON

@@ -13,15 +13,13 @@ target.md in --out.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
-import time
 from datetime import UTC, datetime
 
 from logcount.bench import data
-from logcount.bench.runner import DEFAULT_TRIGGER_S, Bench
+from logcount.bench.runner import DEFAULT_TRIGGER_S, Bench, run_steps
 from logcount.connectors import stack
 from logcount.core.paths import home
 from logcount.core.settings import BenchSettings
@@ -94,16 +92,6 @@ def run_target(s: BenchSettings) -> int:
     result: dict = {"started": datetime.now(UTC).isoformat(timespec="seconds"),
                     "warmup_seconds": s.latency_warmup_seconds,
                     "window_seconds": s.latency_seconds, "cpu_goal": CPU_GOAL, "rates": []}
-    t0 = time.monotonic()
-    try:
-        for rate in s.target_rate_list:
-            result["rates"].append(run_rate(b, lines, rate))
-            result["seconds"] = round(time.monotonic() - t0)
-            # each rate's figures kept as soon as they are known: a later failure keeps them
-            (b.out / "target.json").write_text(json.dumps(result, indent=1) + "\n")
-    finally:
-        b.drop_topics()
-    (b.out / "target.md").write_text(markdown(result))
-    print(markdown(result))
-    print(f"bench: wrote {b.out / 'target.json'} and target.md")
-    return 0
+    steps = [lambda r, rate=rate: r["rates"].append(run_rate(b, lines, rate))
+             for rate in s.target_rate_list]
+    return run_steps(b, "target", result, steps, markdown)

@@ -50,3 +50,40 @@ def test_target_rates_are_whole_lines_per_second():
     assert BenchSettings(target_rates="500").target_rate_list == (500,)
     with pytest.raises(ConfigError, match="--target-rates"):
         BenchSettings(target_rates="fast")
+
+
+class _Bench:
+    def __init__(self, out) -> None:
+        self.out, self.dropped = out, 0
+
+    def drop_topics(self) -> None:
+        self.dropped += 1
+
+
+def test_a_mode_s_steps_keep_their_figures_as_they_come_and_the_topics_go_either_way(
+        tmp_path, capsys):
+    import json
+
+    from logcount.bench.runner import run_steps
+
+    b = _Bench(tmp_path)
+    seen: list[dict] = []
+
+    def step(r: dict) -> None:
+        r["rates"].append(len(r["rates"]))
+        seen.append(json.loads((tmp_path / "t.json").read_text()) if r["rates"][1:] else {})
+
+    assert run_steps(b, "t", {"rates": []}, [step, step], lambda r: f"# {r['rates']}\n") == 0  # type: ignore[arg-type]
+    assert seen[1]["rates"] == [0]  # the first step's figures were on disk before the second
+    assert json.loads((tmp_path / "t.json").read_text())["rates"] == [0, 1]
+    assert (tmp_path / "t.md").read_text() == "# [0, 1]\n" and b.dropped == 1
+    assert "# [0, 1]" in capsys.readouterr().out
+
+    def boom(r: dict) -> None:
+        raise RuntimeError("a contender failed")
+
+    (tmp_path / "t.md").unlink()
+    with pytest.raises(RuntimeError):
+        run_steps(b, "t", {"rates": []}, [step, boom], lambda r: "")  # type: ignore[arg-type]
+    assert json.loads((tmp_path / "t.json").read_text())["rates"] == [0]  # kept
+    assert b.dropped == 2 and not (tmp_path / "t.md").exists()
