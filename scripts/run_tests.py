@@ -235,6 +235,7 @@ class Runner:
         self.done: list[Done] = []
         self.count = 0
         self.prepared: dict[str, threading.Thread] = {}
+        self.unrun: list[tuple[str, ...]] = []  # jobs no lane could take
 
     def prepare(self) -> None:
         """Start PREPARE's commands; a job that needs one waits for it."""
@@ -295,7 +296,14 @@ class Runner:
 
         def work(index: int) -> None:
             lane = Lane(index)
-            lane.open()
+            try:
+                lane.open()
+            except subprocess.CalledProcessError as exc:
+                # The other lanes take its jobs; with none left, the run fails (main).
+                print(f"run_tests: {lane.name} could not start its stack ({exc}); it takes "
+                      "no job", flush=True)
+                lane.close()
+                return
             try:
                 while True:
                     with take:
@@ -323,6 +331,7 @@ class Runner:
             t.start()
         for t in threads:
             t.join()
+        self.unrun += queue
 
     def report(self, seconds: float, cpu_s: float) -> int:
         all_cases = [c for d in self.done for c in cases(d.junit)]
@@ -343,6 +352,10 @@ class Runner:
         if bad:
             print("\nfailed:", *bad, sep="\n  ")
         print("\n" + closing_line(all_cases))
+        if self.unrun:
+            print("run_tests: no lane could run " + ", ".join(" ".join(j) for j in self.unrun),
+                  file=sys.stderr)
+            return 1
         if not all_cases:
             print("run_tests: no test ran - treating that as a failure", file=sys.stderr)
             return 1

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import shutil
+import subprocess
 
 import pytest
 
@@ -42,3 +44,33 @@ def test_a_service_that_never_answers_is_given_up_after_the_start_timeout(sleeps
     with pytest.raises(StackError, match=r"^fake: not answering after 0s \(refused 1\); see "):
         _Starting(99)._wait_ready(lambda: None)
     assert sleeps == []
+
+
+def test_a_mariadb_bootstrap_that_died_part_way_is_begun_anew_then_said_in_one_line(
+        tmp_path, monkeypatch):
+    monkeypatch.setenv("LOGCOUNT_STATE_DIR", str(tmp_path))
+    db = stack.MariaDB()
+    data = db.dir / "data"
+    runs: list[bool] = []
+
+    def install(rc: int):
+        def run(cmd, **kw):
+            runs.append((data / "mysql").exists())  # what the bootstrap found
+            (data / "mysql").mkdir(parents=True)  # it gets as far as its folder, either way
+            return subprocess.CompletedProcess(cmd, rc, "", "ERROR: bootstrap died\n")
+        return run
+
+    outcomes = iter([1, 0])
+    monkeypatch.setattr(stack.subprocess, "run", lambda cmd, **kw: install(next(outcomes))(
+        cmd, **kw))
+    db.prepare()
+    assert runs == [False, False]  # the half-made folder was gone before the second try
+    db.prepare()  # a made data directory is kept
+    assert len(runs) == 2
+
+    runs.clear()
+    monkeypatch.setattr(stack.subprocess, "run", install(1))
+    shutil.rmtree(data)
+    with pytest.raises(StackError, match=r"failed twice \(exit 1\): ERROR: bootstrap died"):
+        db.prepare()
+    assert runs == [False, False] and not data.exists()  # nothing a later start would trust
