@@ -33,7 +33,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run as a script: the tests' own CPU reader below
-from tests.support.cpu_log import busy_seconds  # noqa: E402
+from tests.support.cpu_log import (  # noqa: E402
+    busy_seconds,
+    cgroup_seconds,
+    new_cgroup,
+)
 
 TESTS = ROOT / "tests"
 OUT = ROOT / ".cache" / "lanes"
@@ -94,6 +98,9 @@ FIRST: tuple[tuple[str, ...], ...] = (
 # the bench's Quix Streams venv, installed with pip on first use.
 PREPARE = {"tests/bench": [sys.executable, "-c",
                            "from logcount.bench.runner import quix_python; quix_python()"]}
+# Each job's and each lane's stack's processes in a cgroup of their own under this one, where the
+# machine lets us make one: each test's own CPU, not its neighbours' (support/cpu_log.py).
+RUN_GROUP = f"lc-tests-{os.getpid()}"
 TIERS = ("bench", "chaos", "integration", "network", "newcomer", "secured", "unit")
 
 
@@ -111,6 +118,7 @@ class Done:
     seconds: float
     junit: Path
     cpu_log: Path
+    own_cpu_s: float | None = None  # its cgroup's: its processes', the lane's stack not
 
 
 def jobs(tests: Path = TESTS) -> list[tuple[str, ...]]:
@@ -156,11 +164,30 @@ def cases(junit: Path) -> list[Case]:
 
 
 def cpu_rows(log: Path) -> list[tuple[float, float, str]]:
-    """(machine CPU s, wall s, nodeid) of each test one pytest run logged (support/cpu_log.py)."""
+    """(CPU s, wall s, nodeid) of each test one pytest run logged (support/cpu_log.py): its own
+    processes' CPU where its job had a cgroup, else the machine's while it ran."""
     if not log.exists():
         return []
     rows = (json.loads(line) for line in log.read_text().splitlines() if line.strip())
-    return [(r["cpu_s"], r["wall_s"], r["nodeid"]) for r in rows]
+    return [(r.get("own_cpu_s", r["cpu_s"]), r["wall_s"], r["nodeid"]) for r in rows]
+
+
+def in_cgroup(group: Path | None) -> list[str]:
+    """A command prefix that moves the command into `group` before it starts, so every process
+    it starts is counted there (nothing where there is no group)."""
+    if group is None:
+        return []
+    return ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(group / "cgroup.procs")]
+
+
+def close_cgroup(group: Path | None) -> float | None:
+    """The CPU seconds `group` counted; the group removed when no process is left in it."""
+    if group is None:
+        return None
+    seconds = cgroup_seconds(group)
+    with contextlib.suppress(OSError):
+        group.rmdir()
+    return seconds
 
 
 def closing_line(all_cases: list[Case]) -> str:
@@ -195,6 +222,8 @@ class Lane:
     def __init__(self, index: int) -> None:
         self.name = f"lc-lane{index}"
         self.dir = OUT / self.name
+        self.cgroup = new_cgroup(f"{RUN_GROUP}/{self.name}")  # its stack's CPU
+        self.cpu_s: float | None = None
         self.env = {**os.environ,
                     "LOGCOUNT_STATE_DIR": str(self.dir / "stack"),
                     # A Docker engine's published ports are not in this namespace.
@@ -214,7 +243,8 @@ class Lane:
         # Its broker C1-only (BROKER_JIT): only this start sees the variable, not the tests' own
         # JVMs, whose stderr some tests read; a broker a chaos test bounces comes back as shipped.
         jit = " ".join(filter(None, (os.environ.get("JAVA_TOOL_OPTIONS"), BROKER_JIT)))
-        subprocess.run([*self.prefix(), sys.executable, "-m", "logcount.cli", "stack", "up"],
+        subprocess.run([*self.prefix(), *in_cgroup(self.cgroup), sys.executable, "-m",
+                        "logcount.cli", "stack", "up"],
                        env={**self.env, "JAVA_TOOL_OPTIONS": jit}, cwd=ROOT, check=True,
                        stdout=subprocess.DEVNULL)
 
@@ -227,6 +257,7 @@ class Lane:
         for pid in pids:
             subprocess.run(["kill", "-9", pid], capture_output=True)
         subprocess.run(["ip", "netns", "del", self.name], capture_output=True)
+        self.cpu_s = close_cgroup(self.cgroup)
 
 
 class Runner:
@@ -236,6 +267,7 @@ class Runner:
         self.count = 0
         self.prepared: dict[str, threading.Thread] = {}
         self.unrun: list[tuple[str, ...]] = []  # jobs no lane could take
+        self.stacks: dict[str, float | None] = {}  # each lane's stack's CPU seconds
 
     def prepare(self) -> None:
         """Start PREPARE's commands; a job that needs one waits for it."""
@@ -262,7 +294,9 @@ class Runner:
         shutil.rmtree(out, ignore_errors=True)
         out.mkdir(parents=True)
         junit, log, cpu_log = out / "junit.xml", out / "pytest.log", out / "cpu.jsonl"
-        cmd = [*(lane.prefix() if lane else []), *(["nice", "-n", str(nice)] if nice else []),
+        group = new_cgroup(f"{RUN_GROUP}/job{n:02d}")
+        cmd = [*(lane.prefix() if lane else []), *in_cgroup(group),
+               *(["nice", "-n", str(nice)] if nice else []),
                sys.executable, "-m", "pytest",
                "-p", "no:cacheprovider", f"--junitxml={junit}", f"--basetemp=/tmp/lc-job{n:02d}",
                *paths]
@@ -280,6 +314,7 @@ class Runner:
                 os.killpg(proc.pid, 9)  # not in our session: no Ctrl-C reaches it
                 raise
         seconds = time.monotonic() - began
+        own_cpu = close_cgroup(group)
         with self.lock:
             where = lane.name if lane else "here"
             print(f"\n===== {' '.join(paths)} ({where}): exit {rc} after {seconds:.0f} s =====",
@@ -287,7 +322,7 @@ class Runner:
             if not stream:
                 sys.stdout.write(log.read_text(errors="replace"))
             sys.stdout.flush()
-            self.done.append(Done(paths, rc, seconds, junit, cpu_log))
+            self.done.append(Done(paths, rc, seconds, junit, cpu_log, own_cpu))
 
     def lanes(self, queue: list[tuple[str, ...]], count: int) -> None:
         """`count` lanes take jobs from the queue until it is empty (`pick` says which)."""
@@ -325,6 +360,7 @@ class Runner:
                             take.notify_all()
             finally:
                 lane.close()
+                self.stacks[lane.name] = lane.cpu_s
 
         threads = [threading.Thread(target=work, args=(i,)) for i in range(count)]
         for t in threads:
@@ -338,14 +374,21 @@ class Runner:
         print(f"\n===== the run: {seconds:.0f} s, the machine busy {cpu_s:.0f} CPU-s "
               f"({cpu_s / max(seconds, 1):.2f} cores) =====")
         for d in sorted(self.done, key=lambda d: -d.seconds):
-            print(f"{d.seconds:6.0f} s  exit {d.returncode}  {' '.join(d.paths)}  "
+            own = f"{d.own_cpu_s:6.0f} CPU-s  " if d.own_cpu_s is not None else ""
+            print(f"{d.seconds:6.0f} s  {own}exit {d.returncode}  {' '.join(d.paths)}  "
                   f"({closing_line(cases(d.junit)).removeprefix('tests: ')})")
+        stacks = {k: v for k, v in sorted(self.stacks.items()) if v is not None}
+        if stacks:
+            jobs_cpu = sum(d.own_cpu_s or 0 for d in self.done)
+            print(f"the jobs' own {jobs_cpu:.0f} CPU-s; the lanes' stacks "
+                  + ", ".join(f"{k} {v:.0f}" for k, v in stacks.items()) + " CPU-s")
         print(f"\n{SLOWEST} slowest tests:")
         for c in sorted(all_cases, key=lambda c: -c.seconds)[:SLOWEST]:
             print(f"{c.seconds:8.1f} s  {c.nodeid}")
         costly = sorted((r for d in self.done for r in cpu_rows(d.cpu_log)), reverse=True)
-        print(f"\n{COSTLIEST} costliest tests (machine CPU while each ran; in lanes, "
-              "their neighbours' too):")
+        owned = any(d.own_cpu_s is not None for d in self.done)
+        print(f"\n{COSTLIEST} costliest tests (" + ("their own processes' CPU" if owned else
+              "machine CPU while each ran; in lanes, their neighbours' too") + "):")
         for cpu, wall, nodeid in costly[:COSTLIEST]:
             print(f"{cpu:8.1f} CPU-s {wall:7.1f} s  {nodeid}")
         bad = [c.nodeid for c in all_cases if c.status in ("failed", "error")]
@@ -378,7 +421,9 @@ def main(argv: list[str]) -> int:
                "no network namespaces here (root and `ip netns` needed)")
         print(f"run_tests: every tier in one pytest, one after another ({why})", flush=True)
         runner.run(tuple(f"tests/{t}" for t in (*TIERS, "docker")), None, stream=True)
-    return runner.report(time.monotonic() - began, busy_seconds() - busy)
+    rc = runner.report(time.monotonic() - began, busy_seconds() - busy)
+    close_cgroup(new_cgroup(RUN_GROUP))
+    return rc
 
 
 if __name__ == "__main__":

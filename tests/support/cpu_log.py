@@ -3,19 +3,24 @@
 The suite's time on two cores is bounded by its CPU, not by its waits: the tests to make
 cheaper are those that burn the most, which the slowest list does not tell. Machine-wide busy
 time (/proc/stat) counts what a test starts (stage JVMs, the broker's work for it) wherever it
-runs; with lanes side by side a test's figure also holds its neighbours' share.
+runs; with lanes side by side a test's figure also holds its neighbours' share. Where run_tests
+gave the job a cgroup of its own (cgroup v1's cpuacct or v2), a test's own CPU is logged too: its
+pytest's process tree, stages and brokers it started included, its neighbours not.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 LOG = "LOGCOUNT_TEST_CPU_LOG"  # set by run_tests.py: a JSON-lines file per pytest run
+CGROUPS = Path("/sys/fs/cgroup")
 
 
 def busy_seconds(stat: str = "/proc/stat") -> float:
@@ -26,15 +31,73 @@ def busy_seconds(stat: str = "/proc/stat") -> float:
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
+def hierarchy(root: Path = CGROUPS) -> Path | None:
+    """The cgroup hierarchy that counts CPU: v1's cpuacct, else v2's (at the root or unified/)."""
+    for path in (root / "cpuacct", root / "cpu,cpuacct", root, root / "unified"):
+        if (path / "cpuacct.usage").exists() or (path / "cgroup.controllers").exists():
+            return path
+    return None
+
+
+def own_cgroup(proc_cgroup: str = "/proc/self/cgroup", root: Path = CGROUPS) -> Path | None:
+    """This process's cgroup in `hierarchy()`, or None where it has none."""
+    base = hierarchy(root)
+    if base is None:
+        return None
+    v1 = (base / "cpuacct.usage").exists()
+    for line in Path(proc_cgroup).read_text().splitlines():
+        _, controllers, rel = line.split(":", 2)
+        if (v1 and "cpuacct" in controllers.split(",")) or (not v1 and controllers == ""):
+            return base / rel.lstrip("/")
+    return None
+
+
+def cgroup_seconds(group: Path) -> float | None:
+    """CPU seconds every process of `group` (and of its children) has used, or None."""
+    try:
+        if (group / "cpuacct.usage").exists():
+            return int((group / "cpuacct.usage").read_text()) / 1e9
+        stat = dict(line.split() for line in (group / "cpu.stat").read_text().splitlines())
+        return int(stat["usage_usec"]) / 1e6
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def new_cgroup(name: str) -> Path | None:
+    """A cgroup `name` under this process's own (made if missing), or None where none can be."""
+    mine = own_cgroup()
+    if mine is None:
+        return None
+    try:
+        (mine / name).mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return mine / name
+
+
+def join_cgroup(group: Path | None, pid: int) -> None:
+    """Move `pid` into `group`; its children from then on are counted there too."""
+    if group is not None:
+        with contextlib.suppress(OSError):
+            (group / "cgroup.procs").write_text(str(pid))
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     path = os.environ.get(LOG)
     if not path:
         yield
         return
+    group = own_cgroup()
+    if group == hierarchy():  # the machine's root group: no job of its own
+        group = None
+    own = cgroup_seconds(group) if group is not None else None
     cpu, wall = busy_seconds(), time.monotonic()
     yield
     row = {"nodeid": item.nodeid, "cpu_s": round(busy_seconds() - cpu, 2),
            "wall_s": round(time.monotonic() - wall, 2)}
+    after = cgroup_seconds(group) if group is not None else None
+    if own is not None and after is not None:
+        row["own_cpu_s"] = round(after - own, 2)
     with open(path, "a") as f:
         f.write(json.dumps(row) + "\n")

@@ -18,13 +18,21 @@ from scripts.run_tests import (
     TIMED_AT_ONCE,
     Case,
     cases,
+    close_cgroup,
     closing_line,
     cpu_rows,
+    in_cgroup,
     jobs,
     own_group,
     pick,
 )
-from tests.support.cpu_log import busy_seconds
+from tests.support.cpu_log import (
+    busy_seconds,
+    cgroup_seconds,
+    hierarchy,
+    new_cgroup,
+    own_cgroup,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 OPT_IN = {"compat"}  # collected only when named (tests/conftest.py)
@@ -94,6 +102,8 @@ def test_the_cpu_log_is_read_back_and_the_machine_busy_time_counts_every_busy_fi
                    '{"nodeid": "t.py::b", "cpu_s": 0.25, "wall_s": 1.0}\n')
     assert cpu_rows(log) == [(12.5, 9.0, "t.py::a"), (0.25, 1.0, "t.py::b")]
     assert cpu_rows(tmp_path / "missing.jsonl") == []
+    log.write_text('{"nodeid": "t.py::a", "cpu_s": 12.5, "wall_s": 9.0, "own_cpu_s": 3.5}\n')
+    assert cpu_rows(log) == [(3.5, 9.0, "t.py::a")]  # its own processes' where it had a cgroup
     stat = tmp_path / "stat"
     # user nice system idle iowait irq softirq steal guest guest_nice: idle and iowait are not busy
     stat.write_text("cpu  100 20 30 5000 70 4 6 10 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n")
@@ -114,3 +124,38 @@ def test_a_job_s_session_is_niced_as_a_whole(tmp_path: Path):
         job.kill()
         job.wait()
     own_group(job.pid, 7)  # a job already gone: nothing to do, no error
+
+
+def test_a_process_s_cgroup_is_found_in_either_hierarchy_and_its_cpu_read(tmp_path: Path):
+    v1 = tmp_path / "v1"
+    (v1 / "cpuacct" / "lc" / "job01").mkdir(parents=True)
+    (v1 / "cpuacct" / "cpuacct.usage").write_text("9000000000\n")
+    (v1 / "cpuacct" / "lc" / "job01" / "cpuacct.usage").write_text("2500000000\n")
+    procs = tmp_path / "cgroup"
+    procs.write_text("4:memory:/elsewhere\n2:cpu,cpuacct:/lc/job01\n0::/\n")
+    assert hierarchy(v1) == v1 / "cpuacct"
+    assert own_cgroup(str(procs), v1) == v1 / "cpuacct" / "lc" / "job01"
+    assert cgroup_seconds(v1 / "cpuacct" / "lc" / "job01") == 2.5
+    v2 = tmp_path / "v2"
+    (v2 / "lc").mkdir(parents=True)
+    (v2 / "cgroup.controllers").write_text("cpu memory\n")
+    (v2 / "lc" / "cpu.stat").write_text("usage_usec 1250000\nuser_usec 1000000\n")
+    procs.write_text("0::/lc\n")
+    assert hierarchy(v2) == v2 and own_cgroup(str(procs), v2) == v2 / "lc"
+    assert cgroup_seconds(v2 / "lc") == 1.25
+    assert hierarchy(tmp_path / "none") is None and own_cgroup(str(procs), tmp_path) is None
+    assert cgroup_seconds(tmp_path / "none") is None and in_cgroup(None) == []
+
+
+def test_a_job_started_in_its_cgroup_counts_its_children_s_cpu_there():
+    group = new_cgroup(f"lc-unit-{os.getpid()}")
+    if group is None:
+        pytest.skip("no cgroup can be made here: the run reports the machine's CPU per test")
+    burn = "import subprocess, sys; subprocess.run([sys.executable, '-c', " \
+           "'import time\\nt = time.process_time()\\nwhile time.process_time() - t < 0.5: pass'])"
+    try:
+        subprocess.run([*in_cgroup(group), sys.executable, "-c", burn], check=True)
+        assert 0.45 < (cgroup_seconds(group) or 0) < 3
+    finally:
+        seconds = close_cgroup(group)
+    assert seconds is not None and seconds > 0.45 and not group.exists()
