@@ -34,8 +34,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run as a script: the tests' own CPU reader below
 from tests.support.cpu_log import (  # noqa: E402
+    CPU_FD,
     busy_seconds,
     cgroup_seconds,
+    counter,
     new_cgroup,
 )
 
@@ -174,7 +176,8 @@ def cpu_rows(log: Path) -> list[tuple[float, float, str]]:
 
 def in_cgroup(group: Path | None) -> list[str]:
     """A command prefix that moves the command into `group` before it starts, so every process
-    it starts is counted there (nothing where there is no group)."""
+    it starts is counted there (nothing where there is no group). Before `ip netns exec`: in the
+    namespace's own /sys there is no cgroup hierarchy to write to."""
     if group is None:
         return []
     return ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(group / "cgroup.procs")]
@@ -243,7 +246,7 @@ class Lane:
         # Its broker C1-only (BROKER_JIT): only this start sees the variable, not the tests' own
         # JVMs, whose stderr some tests read; a broker a chaos test bounces comes back as shipped.
         jit = " ".join(filter(None, (os.environ.get("JAVA_TOOL_OPTIONS"), BROKER_JIT)))
-        subprocess.run([*self.prefix(), *in_cgroup(self.cgroup), sys.executable, "-m",
+        subprocess.run([*in_cgroup(self.cgroup), *self.prefix(), sys.executable, "-m",
                         "logcount.cli", "stack", "up"],
                        env={**self.env, "JAVA_TOOL_OPTIONS": jit}, cwd=ROOT, check=True,
                        stdout=subprocess.DEVNULL)
@@ -295,18 +298,23 @@ class Runner:
         out.mkdir(parents=True)
         junit, log, cpu_log = out / "junit.xml", out / "pytest.log", out / "cpu.jsonl"
         group = new_cgroup(f"{RUN_GROUP}/job{n:02d}")
-        cmd = [*(lane.prefix() if lane else []), *in_cgroup(group),
+        cmd = [*in_cgroup(group), *(lane.prefix() if lane else []),
                *(["nice", "-n", str(nice)] if nice else []),
                sys.executable, "-m", "pytest",
                "-p", "no:cacheprovider", f"--junitxml={junit}", f"--basetemp=/tmp/lc-job{n:02d}",
                *paths]
         began = time.monotonic()
         env = {**(lane.env if lane else os.environ), "LOGCOUNT_TEST_CPU_LOG": str(cpu_log)}
+        fds: tuple[int, ...] = ()
+        if group is not None:  # each test's own CPU (support/cpu_log.py reads it)
+            with contextlib.suppress(OSError):
+                fds = (os.open(counter(group), os.O_RDONLY),)
+                env[CPU_FD] = str(fds[0])
         with open(log, "wb") as f:
             out_to = {} if stream else {"stdout": f, "stderr": subprocess.STDOUT}
             # A session of its own: its autogroup is the job's, niced as a whole (own_group).
             proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
-                                    start_new_session=True, **out_to)
+                                    start_new_session=True, pass_fds=fds, **out_to)
             own_group(proc.pid, nice)
             try:
                 rc = proc.wait()
@@ -314,6 +322,8 @@ class Runner:
                 os.killpg(proc.pid, 9)  # not in our session: no Ctrl-C reaches it
                 raise
         seconds = time.monotonic() - began
+        for fd in fds:
+            os.close(fd)
         own_cpu = close_cgroup(group)
         with self.lock:
             where = lane.name if lane else "here"

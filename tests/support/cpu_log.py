@@ -5,7 +5,9 @@ cheaper are those that burn the most, which the slowest list does not tell. Mach
 time (/proc/stat) counts what a test starts (stage JVMs, the broker's work for it) wherever it
 runs; with lanes side by side a test's figure also holds its neighbours' share. Where run_tests
 gave the job a cgroup of its own (cgroup v1's cpuacct or v2), a test's own CPU is logged too: its
-pytest's process tree, stages and brokers it started included, its neighbours not.
+pytest's process tree, stages and brokers it started included, its neighbours not. The job reads
+its cgroup's counter through a file descriptor run_tests hands it (LOGCOUNT_TEST_CPU_FD): in a
+lane's network namespace `ip netns exec` mounts a /sys without the cgroup hierarchies.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 import pytest
 
 LOG = "LOGCOUNT_TEST_CPU_LOG"  # set by run_tests.py: a JSON-lines file per pytest run
+CPU_FD = "LOGCOUNT_TEST_CPU_FD"  # set by run_tests.py: its job's cgroup's CPU counter, open
 CGROUPS = Path("/sys/fs/cgroup")
 
 
@@ -52,13 +55,33 @@ def own_cgroup(proc_cgroup: str = "/proc/self/cgroup", root: Path = CGROUPS) -> 
     return None
 
 
+def counter(group: Path) -> Path:
+    """The file that counts `group`'s CPU: v1's cpuacct.usage, else v2's cpu.stat."""
+    v1 = group / "cpuacct.usage"
+    return v1 if v1.exists() else group / "cpu.stat"
+
+
+def usage_seconds(text: str) -> float:
+    """CPU seconds of a counter's text: v1's nanoseconds, or v2's `usage_usec N` line."""
+    if text.strip().isdigit():
+        return int(text) / 1e9
+    stat = dict(line.split() for line in text.splitlines() if line.strip())
+    return int(stat["usage_usec"]) / 1e6
+
+
 def cgroup_seconds(group: Path) -> float | None:
     """CPU seconds every process of `group` (and of its children) has used, or None."""
     try:
-        if (group / "cpuacct.usage").exists():
-            return int((group / "cpuacct.usage").read_text()) / 1e9
-        stat = dict(line.split() for line in (group / "cpu.stat").read_text().splitlines())
-        return int(stat["usage_usec"]) / 1e6
+        return usage_seconds(counter(group).read_text())
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def job_seconds() -> float | None:
+    """This job's cgroup's CPU seconds, through the descriptor run_tests handed it, or None."""
+    fd = os.environ.get(CPU_FD)
+    try:
+        return usage_seconds(os.pread(int(fd), 4096, 0).decode()) if fd else None
     except (OSError, KeyError, ValueError):
         return None
 
@@ -88,15 +111,12 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     if not path:
         yield
         return
-    group = own_cgroup()
-    if group == hierarchy():  # the machine's root group: no job of its own
-        group = None
-    own = cgroup_seconds(group) if group is not None else None
+    own = job_seconds()
     cpu, wall = busy_seconds(), time.monotonic()
     yield
     row = {"nodeid": item.nodeid, "cpu_s": round(busy_seconds() - cpu, 2),
            "wall_s": round(time.monotonic() - wall, 2)}
-    after = cgroup_seconds(group) if group is not None else None
+    after = job_seconds()
     if own is not None and after is not None:
         row["own_cpu_s"] = round(after - own, 2)
     with open(path, "a") as f:

@@ -27,8 +27,10 @@ from scripts.run_tests import (
     pick,
 )
 from tests.support.cpu_log import (
+    CPU_FD,
     busy_seconds,
     cgroup_seconds,
+    counter,
     hierarchy,
     new_cgroup,
     own_cgroup,
@@ -142,7 +144,7 @@ def test_a_process_s_cgroup_is_found_in_either_hierarchy_and_its_cpu_read(tmp_pa
     (v2 / "lc" / "cpu.stat").write_text("usage_usec 1250000\nuser_usec 1000000\n")
     procs.write_text("0::/lc\n")
     assert hierarchy(v2) == v2 and own_cgroup(str(procs), v2) == v2 / "lc"
-    assert cgroup_seconds(v2 / "lc") == 1.25
+    assert cgroup_seconds(v2 / "lc") == 1.25 and counter(v2 / "lc") == v2 / "lc" / "cpu.stat"
     assert hierarchy(tmp_path / "none") is None and own_cgroup(str(procs), tmp_path) is None
     assert cgroup_seconds(tmp_path / "none") is None and in_cgroup(None) == []
 
@@ -151,11 +153,20 @@ def test_a_job_started_in_its_cgroup_counts_its_children_s_cpu_there():
     group = new_cgroup(f"lc-unit-{os.getpid()}")
     if group is None:
         pytest.skip("no cgroup can be made here: the run reports the machine's CPU per test")
-    burn = "import subprocess, sys; subprocess.run([sys.executable, '-c', " \
-           "'import time\\nt = time.process_time()\\nwhile time.process_time() - t < 0.5: pass'])"
+    # The job reads its cgroup's counter through the descriptor it was handed, before and after
+    # a child of its own burnt half a second.
+    burn = ("import subprocess, sys\nfrom tests.support.cpu_log import job_seconds\n"
+            "before = job_seconds()\nsubprocess.run([sys.executable, '-c', 'import time\\n"
+            "t = time.process_time()\\nwhile time.process_time() - t < 0.5: pass'])\n"
+            "print(job_seconds() - before)")
+    fd = os.open(counter(group), os.O_RDONLY)
     try:
-        subprocess.run([*in_cgroup(group), sys.executable, "-c", burn], check=True)
-        assert 0.45 < (cgroup_seconds(group) or 0) < 3
+        r = subprocess.run([*in_cgroup(group), sys.executable, "-c", burn], check=True, cwd=ROOT,
+                           env={**os.environ, CPU_FD: str(fd)}, pass_fds=(fd,),
+                           capture_output=True, text=True)
+        assert 0.45 < float(r.stdout) < 3, r.stdout
+        assert 0.45 < (cgroup_seconds(group) or 0) < 5
     finally:
+        os.close(fd)
         seconds = close_cgroup(group)
     assert seconds is not None and seconds > 0.45 and not group.exists()
