@@ -38,6 +38,7 @@ from tests.support.cpu_log import (  # noqa: E402
     busy_seconds,
     cgroup_seconds,
     counter,
+    handed,
     new_cgroup,
 )
 
@@ -309,7 +310,7 @@ class Runner:
         if group is not None:  # each test's own CPU (support/cpu_log.py reads it)
             with contextlib.suppress(OSError):
                 fds = (os.open(counter(group), os.O_RDONLY),)
-                env[CPU_FD] = str(fds[0])
+                env[CPU_FD] = handed(fds[0])
         with open(log, "wb") as f:
             out_to = {} if stream else {"stdout": f, "stderr": subprocess.STDOUT}
             # A session of its own: its autogroup is the job's, niced as a whole (own_group).

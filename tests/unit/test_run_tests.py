@@ -31,6 +31,7 @@ from tests.support.cpu_log import (
     busy_seconds,
     cgroup_seconds,
     counter,
+    handed,
     hierarchy,
     new_cgroup,
     own_cgroup,
@@ -162,9 +163,15 @@ def test_a_job_started_in_its_cgroup_counts_its_children_s_cpu_there():
     fd = os.open(counter(group), os.O_RDONLY)
     try:
         r = subprocess.run([*in_cgroup(group), sys.executable, "-c", burn], check=True, cwd=ROOT,
-                           env={**os.environ, CPU_FD: str(fd)}, pass_fds=(fd,),
+                           env={**os.environ, CPU_FD: handed(fd)}, pass_fds=(fd,),
                            capture_output=True, text=True)
         assert 0.45 < float(r.stdout) < 3, r.stdout
+        # A process with another file at that number (a pytest a test started) reads nothing.
+        other = subprocess.run([sys.executable, "-c", "import os\nfrom tests.support.cpu_log "
+                                f"import job_seconds\nos.dup2(os.open('/dev/null', 0), {fd})\n"
+                                "print(job_seconds())"], cwd=ROOT, capture_output=True,
+                               text=True, env={**os.environ, CPU_FD: handed(fd)}, check=True)
+        assert other.stdout.strip() == "None", other.stdout
         assert 0.45 < (cgroup_seconds(group) or 0) < 5
     finally:
         os.close(fd)
