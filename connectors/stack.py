@@ -167,6 +167,7 @@ class Service:
             os.kill(pid, signal.SIGKILL)
             while self.pid() is not None:
                 time.sleep(0.1)
+        self._wait_ports_free()
         self.pid_file.unlink(missing_ok=True)
         log(f"{self.name}: stopped")
 
@@ -177,6 +178,14 @@ class Service:
             os.kill(pid, signal.SIGKILL)
             while self.pid() is not None:
                 time.sleep(0.05)
+            self._wait_ports_free()
+
+    def _wait_ports_free(self) -> None:
+        """Until no port of the service answers (at most STOP_TIMEOUT_S): an exiting process's
+        command line reads empty, so pid() says it is gone, before its sockets close; a check or
+        an `up` right after would find the port still held (seen with the Spark master)."""
+        poll(lambda: True if not any(port_open(p) for p in self.ports) else None,
+             Backoff(STOP_POLL_S, give_up_s=STOP_TIMEOUT_S).begin())
 
     def status(self) -> str:
         pid = self.pid()

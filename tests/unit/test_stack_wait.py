@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import itertools
 import shutil
+import socket
 import subprocess
+import sys
+import time
 
 import pytest
 
@@ -74,3 +77,44 @@ def test_a_mariadb_bootstrap_that_died_part_way_is_begun_anew_then_said_in_one_l
     with pytest.raises(StackError, match=r"failed twice \(exit 1\): ERROR: bootstrap died"):
         db.prepare()
     assert runs == [False, False] and not data.exists()  # nothing a later start would trust
+
+
+class _Listening(stack.Service):
+    """A process that listens on a free port and, told to stop, exits while a child of its own
+    keeps the socket open a moment longer: gone by its pid, its port still held."""
+
+    HOLD = "import os, signal, socket, sys, time\n" \
+           "s = socket.socket(); s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen()\n" \
+           "def stop(*_):\n" \
+           "    if os.fork() == 0:\n" \
+           "        time.sleep(1.5); os._exit(0)\n" \
+           "    os._exit(0)\n" \
+           "signal.signal(signal.SIGTERM, stop)\n" \
+           "print('ready', flush=True); time.sleep(60)\n"
+
+    def __init__(self, port: int) -> None:
+        super().__init__("listening", (port,))
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-c", self.HOLD, str(self.ports[0]), str(self.dir)]
+
+
+def test_a_stopped_service_is_down_only_once_its_ports_are_free(tmp_path, monkeypatch):
+    monkeypatch.setenv("LOGCOUNT_STATE_DIR", str(tmp_path))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    svc = _Listening(port)
+    svc.dir.mkdir(parents=True)
+    proc = subprocess.Popen(svc.command(), stdout=subprocess.PIPE, start_new_session=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+        svc.pid_file.write_text(str(proc.pid))
+        assert svc.pid() == proc.pid and stack.port_open(port)
+        began = time.monotonic()
+        svc.down(log=lambda line: None)
+        assert not stack.port_open(port), "down returned while the port was still held"
+        assert time.monotonic() - began >= 1.0  # it waited for the child that held it
+    finally:
+        proc.kill()
+        proc.wait()
