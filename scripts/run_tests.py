@@ -189,6 +189,11 @@ def close_cgroup(group: Path | None) -> float | None:
     if group is None:
         return None
     seconds = cgroup_seconds(group)
+    # A job's group still held a process when the job ended (a broker it bounced): empty now,
+    # at the run's end, it goes with the run's group.
+    for child in (p for p in group.iterdir() if p.is_dir()) if group.is_dir() else ():
+        with contextlib.suppress(OSError):
+            child.rmdir()
     with contextlib.suppress(OSError):
         group.rmdir()
     return seconds
