@@ -12,7 +12,6 @@ lane's network namespace `ip netns exec` mounts a /sys without the cgroup hierar
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import time
@@ -104,13 +103,6 @@ def new_cgroup(name: str) -> Path | None:
     except OSError:
         return None
     return mine / name
-
-
-def join_cgroup(group: Path | None, pid: int) -> None:
-    """Move `pid` into `group`; its children from then on are counted there too."""
-    if group is not None:
-        with contextlib.suppress(OSError):
-            (group / "cgroup.procs").write_text(str(pid))
 
 
 @pytest.hookimpl(hookwrapper=True)
