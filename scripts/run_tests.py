@@ -23,6 +23,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -41,11 +42,16 @@ from tests.support.cpu_log import (  # noqa: E402
     handed,
     new_cgroup,
 )
+from tests.support.stacks import STACKS  # noqa: E402
 
 TESTS = ROOT / "tests"
 OUT = ROOT / ".cache" / "lanes"
 SLOWEST = 20
 COSTLIEST = 20
+# A job still running after this is hung, not slow (the longest took 845 s in CI's slowest run):
+# its threads' stacks and processes are printed and it is killed, so a hang costs one job and
+# says where it stood, not the whole run its CI limit. Figures: docs/tuning.md#test-suite-time
+JOB_LIMIT_S = float(os.environ.get("LOGCOUNT_TEST_JOB_LIMIT_S", "1800"))
 # Four lanes: one pytest alone used 1.04 cores of two, two lanes 1.66, three 1.79; the untimed
 # lanes fill what the two timed jobs leave while they wait on outages. Each job is a session of
 # its own, niced as a whole (`own_group`), so the timed ones keep their pace.
@@ -199,6 +205,47 @@ def close_cgroup(group: Path | None) -> float | None:
     return seconds
 
 
+def weigh(group: Path | None, nice: int) -> None:
+    """Give `group` the CPU weight of `nice` where its hierarchy also schedules (v2's cpu
+    controller, v1's cpu,cpuacct): there a task's nice counts only within its group, and a job
+    left at the default weight would take as much as a timed one."""
+    if group is None:
+        return
+    for name, value in (("cpu.weight.nice", str(nice)), ("cpu.shares", str(SHARES[nice]))):
+        with contextlib.suppress(OSError, KeyError):
+            if (group / name).exists():
+                (group / name).write_text(value)
+                return
+
+
+# The kernel's weight of a nice 0 and a nice 10 task (sched_prio_to_weight): v1's cpu.shares.
+SHARES = {0: 1024, 10: 110}
+
+
+def group_processes(group: Path | None) -> list[str]:
+    """`pid command line` of each process still in `group` (and its children), for a hung job's
+    report."""
+    if group is None:
+        return []
+    lines = []
+    for procs in sorted(group.rglob("cgroup.procs")):
+        for pid in procs.read_text().split():
+            with contextlib.suppress(OSError):
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+                lines.append(f"{pid} {cmd.decode(errors='replace').strip()[:300]}")
+    return lines
+
+
+def kill_group(group: Path | None) -> None:
+    """SIGKILL every process left in `group` (a hung job's, whatever session it made)."""
+    if group is None:
+        return
+    for procs in group.rglob("cgroup.procs"):
+        for pid in procs.read_text().split():
+            with contextlib.suppress(OSError):
+                os.kill(int(pid), signal.SIGKILL)
+
+
 def closing_line(all_cases: list[Case]) -> str:
     count = {s: sum(c.status == s for c in all_cases) for s in ("passed", "failed", "error",
                                                                   "skipped")}
@@ -304,13 +351,19 @@ class Runner:
         out.mkdir(parents=True)
         junit, log, cpu_log = out / "junit.xml", out / "pytest.log", out / "cpu.jsonl"
         group = new_cgroup(f"{RUN_GROUP}/job{n:02d}")
+        weigh(group, nice)
+        print(f"run_tests: job{n:02d} starts {' '.join(paths)} in "
+              f"{lane.name if lane else 'the machine namespace'}", flush=True)
         cmd = [*in_cgroup(group), *(lane.prefix() if lane else []),
                *(["nice", "-n", str(nice)] if nice else []),
                sys.executable, "-m", "pytest",
-               "-p", "no:cacheprovider", f"--junitxml={junit}", f"--basetemp=/tmp/lc-job{n:02d}",
+               "-p", "no:cacheprovider", "-p", "tests.support.stacks", f"--junitxml={junit}",
+               f"--basetemp=/tmp/lc-job{n:02d}",
                *paths]
         began = time.monotonic()
-        env = {**(lane.env if lane else os.environ), "LOGCOUNT_TEST_CPU_LOG": str(cpu_log)}
+        stacks = out / "stacks.txt"
+        env = {**(lane.env if lane else os.environ), "LOGCOUNT_TEST_CPU_LOG": str(cpu_log),
+               STACKS: str(stacks)}
         fds: tuple[int, ...] = ()
         if group is not None:  # each test's own CPU (support/cpu_log.py reads it)
             with contextlib.suppress(OSError):
@@ -323,6 +376,10 @@ class Runner:
                                     start_new_session=True, pass_fds=fds, **out_to)
             own_group(proc.pid, nice)
             try:
+                rc = proc.wait(timeout=None if stream else JOB_LIMIT_S)  # stream: the suite
+                hung = ""
+            except subprocess.TimeoutExpired:
+                hung = self.stop_hung(proc, group, stacks)
                 rc = proc.wait()
             except BaseException:
                 os.killpg(proc.pid, 9)  # not in our session: no Ctrl-C reaches it
@@ -337,8 +394,24 @@ class Runner:
                   flush=True)
             if not stream:
                 sys.stdout.write(log.read_text(errors="replace"))
+            sys.stdout.write(hung)
             sys.stdout.flush()
             self.done.append(Done(paths, rc, seconds, junit, cpu_log, own_cpu))
+
+    @staticmethod
+    def stop_hung(proc: subprocess.Popen, group: Path | None, stacks: Path) -> str:
+        """Kill a job past JOB_LIMIT_S; what it was doing: its pytest's threads (SIGUSR1,
+        tests/conftest.py) and the processes it still had."""
+        with contextlib.suppress(OSError):
+            os.kill(proc.pid, signal.SIGUSR1)
+        time.sleep(2)  # the dump is a few kB, written from a signal handler
+        held = group_processes(group)
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        kill_group(group)
+        dump = stacks.read_text(errors="replace") if stacks.exists() else "(no stacks written)\n"
+        return (f"\nrun_tests: still running after {JOB_LIMIT_S:.0f} s: killed. Its pytest's "
+                f"threads:\n{dump}Its processes then:\n" + "".join(f"  {p}\n" for p in held))
 
     def lanes(self, queue: list[tuple[str, ...]], count: int) -> None:
         """`count` lanes take jobs from the queue until it is empty (`pick` says which)."""

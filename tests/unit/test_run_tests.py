@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import scripts.run_tests as run_tests
 from scripts.run_tests import (
     FIRST,
     LAST,
@@ -21,10 +22,13 @@ from scripts.run_tests import (
     close_cgroup,
     closing_line,
     cpu_rows,
+    group_processes,
     in_cgroup,
     jobs,
+    kill_group,
     own_group,
     pick,
+    weigh,
 )
 from tests.support.cpu_log import (
     CPU_FD,
@@ -178,3 +182,60 @@ def test_a_job_started_in_its_cgroup_counts_its_children_s_cpu_there():
         os.close(fd)
         seconds = close_cgroup(group)
     assert seconds is not None and seconds > 0.45 and not group.exists()
+
+
+def test_a_job_past_its_limit_is_killed_with_its_threads_stacks_and_processes(
+        tmp_path, monkeypatch, capsys):
+    """A hung job costs the run one job and says where it stood, not the whole CI limit."""
+    hangs = tmp_path / "test_hangs.py"
+    hangs.write_text("import subprocess, sys, time\n\n\ndef test_waits_on_a_child():\n"
+                     "    subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'],"
+                     " start_new_session=True)\n"
+                     "    time.sleep(300)\n")
+    monkeypatch.setattr(run_tests, "JOB_LIMIT_S", 6.0)
+    monkeypatch.setattr(run_tests, "OUT", tmp_path / "lanes")
+    monkeypatch.setattr(run_tests, "RUN_GROUP", f"lc-unit-hang-{os.getpid()}")
+    runner = run_tests.Runner()
+    runner.count = 900  # job901: its --basetemp is no real job's
+    try:
+        runner.run((str(hangs),), None)
+    finally:
+        close_cgroup(new_cgroup(run_tests.RUN_GROUP))
+    out = capsys.readouterr().out
+    [done] = runner.done
+    assert done.returncode != 0 and done.seconds < 30, out
+    assert "still running after 6 s: killed" in out, out
+    assert "in test_waits_on_a_child" in out, out  # the pytest's main thread, where it waited
+    if own_cgroup() is not None:  # the processes are listed from the job's cgroup
+        assert "time.sleep(300)" in out, out
+        left = subprocess.run(["pgrep", "-f", "import time; time.sleep(300)"],
+                              capture_output=True, text=True).stdout.split()
+        assert not left, left  # its child in a session of its own died with it too
+
+
+def test_a_group_s_processes_are_listed_and_killed(tmp_path):
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (tmp_path / "g" / "sub").mkdir(parents=True)
+        (tmp_path / "g" / "cgroup.procs").write_text("")
+        (tmp_path / "g" / "sub" / "cgroup.procs").write_text(f"{child.pid}\n999999999\n")
+        [line] = group_processes(tmp_path / "g")  # a pid gone is left out, not an error
+        assert line.startswith(f"{child.pid} ") and "time.sleep(60)" in line
+        kill_group(tmp_path / "g")
+        assert child.wait(timeout=10) == -9
+    finally:
+        child.kill()
+    assert group_processes(None) == [] and kill_group(None) is None
+
+
+@pytest.mark.parametrize(("name", "nice", "value"), [
+    ("cpu.shares", 10, "110"), ("cpu.shares", 0, "1024"), ("cpu.weight.nice", 10, "10")])
+def test_a_group_that_schedules_gets_the_weight_of_its_nice(tmp_path, name, nice, value):
+    (tmp_path / name).write_text("default")
+    weigh(tmp_path, nice)
+    assert (tmp_path / name).read_text() == value
+    weigh(None, 10)
+    empty = tmp_path / "cpuacct-only"
+    empty.mkdir()
+    weigh(empty, 10)  # v1's cpuacct alone does not schedule: nothing written
+    assert list(empty.iterdir()) == []
