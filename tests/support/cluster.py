@@ -619,12 +619,14 @@ Configuration:
         conf: dict[str, Any] = {
             **self.librdkafka_conf(user, password, bootstrap=node.address),
             "logger": _RDKAFKA_LOG, "error_cb": lambda e: errors.append(e.str())}
-        adm = AdminClient(conf)
-        try:
-            adm.list_topics(timeout=3)
-            return None
-        except KafkaException as exc:
-            return errors[-1] if errors else str(exc.args[0].str())
+        # Destroyed here, in this thread: an AdminClient left to the garbage collector can be
+        # collected on its own librdkafka thread, which aborts the process (seen once).
+        with AdminClient(conf) as adm:
+            try:
+                adm.list_topics(timeout=3)
+                return None
+            except KafkaException as exc:
+                return errors[-1] if errors else str(exc.args[0].str())
 
     def _check_alive(self, *nodes: _Node) -> None:
         for node in nodes:
