@@ -193,25 +193,58 @@ engine_down() {
 compose_bin() {
   if docker compose version > /dev/null 2>&1; then echo "docker compose"; return; fi
   # Per machine, not per checkout (like pip's and Maven's caches): a fresh clone, CI's included,
-  # does not build it again.
+  # does not fetch or build it again.
   local cache=${XDG_CACHE_HOME:-$HOME/.cache}/logcount
-  local bin=$cache/docker-compose-$COMPOSE_VERSION
-  if [ ! -x "$bin" ]; then
-    # Debian 12 packages only Compose v1 (end of life; it rejects compose.yaml's `name:`). The
-    # v2 plugin is one Go module: built here once (about 4 CPU-minutes), its caches deleted.
-    command -v go > /dev/null || die "Docker Compose v2 is missing and Go is not here to build it"
-    # To stderr: this function's stdout is the command it answers.
-    say "building Docker Compose $COMPOSE_VERSION with go install (once; cached in $cache)" >&2
-    local gotmp=$state/go
-    mkdir -p "$state/bin" "$cache"
-    GOBIN=$PWD/$state/bin GOMODCACHE=$PWD/$gotmp/mod GOCACHE=$PWD/$gotmp/cache GOFLAGS=-modcacherw \
-      go install -ldflags "-X github.com/docker/compose/v2/internal.Version=$COMPOSE_VERSION" \
-      "github.com/docker/compose/v2/cmd@$COMPOSE_VERSION" > "$state/go.log" 2>&1 \
-      || { tail -20 "$state/go.log" >&2; die "go install of Docker Compose failed"; }
-    mv "$state/bin/cmd" "$bin.tmp" && mv "$bin.tmp" "$bin"
-    rm -rf "$gotmp"
-  fi
+  local deb=$cache/docker-compose-debian13 bin=$cache/docker-compose-$COMPOSE_VERSION
+  [ -x "$deb" ] && { echo "$deb"; return; }
+  [ -x "$bin" ] && { echo "$bin"; return; }
+  mkdir -p "$cache"
+  # Debian 12 packages only Compose v1 (end of life; it rejects compose.yaml's `name:`), Debian
+  # 13 the v2 plugin: one static binary, fetched signed by apt in seconds, where the Go build
+  # below takes about 4 CPU-minutes. Figures: docs/tuning.md#docker-compose
+  if compose_from_debian13 "$deb"; then echo "$deb"; return; fi
+  # No Debian 13 archive here: the v2 plugin is one Go module, built once, its caches deleted.
+  command -v go > /dev/null || die "Docker Compose v2 is missing and Go is not here to build it"
+  # To stderr: this function's stdout is the command it answers.
+  say "building Docker Compose $COMPOSE_VERSION with go install (once; cached in $cache)" >&2
+  local gotmp=$state/go
+  mkdir -p "$state/bin"
+  # Bounded: a module download that stalls would otherwise hold `up` (and a CI run) for good.
+  GOBIN=$PWD/$state/bin GOMODCACHE=$PWD/$gotmp/mod GOCACHE=$PWD/$gotmp/cache GOFLAGS=-modcacherw \
+    timeout 1200 go install -ldflags "-X github.com/docker/compose/v2/internal.Version=$COMPOSE_VERSION" \
+    "github.com/docker/compose/v2/cmd@$COMPOSE_VERSION" > "$state/go.log" 2>&1 \
+    || { tail -20 "$state/go.log" >&2; die "go install of Docker Compose failed"; }
+  mv "$state/bin/cmd" "$bin.tmp" && mv "$bin.tmp" "$bin"
+  rm -rf "$gotmp"
   echo "$bin"
+}
+
+compose_from_debian13() {  # compose_from_debian13 DEST: Debian 13's docker-compose plugin at DEST
+  command -v apt-get > /dev/null && command -v dpkg-deb > /dev/null || return 1
+  local apt=$state/apt-debian13
+  rm -rf "$apt" && mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/deb"
+  # Its own lists and sources, signed by the machine's Debian keyring: the machine's apt is not
+  # touched, and nothing is installed; only the plugin is unpacked from the package.
+  echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie main" \
+    > "$apt/sources.list"
+  local opts=(-o "Dir::Etc::SourceList=$PWD/$apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
+              -o "Dir::State::Lists=$PWD/$apt/lists" -o "Dir::Cache=$PWD/$apt/cache"
+              -o APT::Sandbox::User=root)
+  say "fetching Docker Compose v2 from Debian 13's package (once; cached as $1)" >&2
+  if ! { apt-get -qq "${opts[@]}" update \
+         && (cd "$apt/deb" && apt-get -qq "${opts[@]}" download docker-compose) \
+         && dpkg-deb -x "$apt"/deb/docker-compose_*.deb "$apt/root"; } > "$state/apt-compose.log" 2>&1
+  then
+    say "Debian 13's docker-compose could not be fetched ($(tail -1 "$state/apt-compose.log"))" >&2
+    rm -rf "$apt"; return 1
+  fi
+  local plugin=$apt/root/usr/libexec/docker/cli-plugins/docker-compose
+  if ! "$plugin" version 2> /dev/null | grep -q "version v\?2\."; then
+    say "Debian 13's docker-compose is not Compose v2 here: building it instead" >&2
+    rm -rf "$apt"; return 1
+  fi
+  mv "$plugin" "$1.tmp" && mv "$1.tmp" "$1"
+  rm -rf "$apt"
 }
 
 # --- 3. Images: the public ones, or the stand-ins ----------------------------------------------
