@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from confluent_kafka import (
@@ -129,18 +129,6 @@ def _refused(exc: KafkaException, doing: str, resource: str = "") -> Exception:
         f"{doing}: {err.str() if err is not None else exc}")
 
 
-def _wait(futures: Mapping, doing: str, timeout: float = REQUEST_TIMEOUT_S) -> dict:
-    out = {}
-    for key, fut in futures.items():
-        try:
-            out[key] = fut.result(timeout=timeout)
-        except KafkaException as exc:
-            raise _refused(exc, doing) from exc
-        except TimeoutError as exc:
-            raise DependencyError(f"{doing}: no answer from Kafka within {timeout:.0f}s") from exc
-    return out
-
-
 def partitions_of(adm: AdminClient, topic: str) -> list[int] | None:
     """The topic's partition ids, or None if it does not exist."""
     try:
@@ -225,25 +213,30 @@ def ensure_topic(adm: AdminClient, topic: str, partitions: int,
                           f"{2 * REQUEST_TIMEOUT_S:.0f}s; is the cluster healthy?")
 
 
-def topic_config(adm: AdminClient, topic: str) -> dict[str, str]:
-    """The topic's configuration. On a cluster, a topic created a moment ago may not be known
-    yet to the broker that answers (seen with 3 brokers): that answer is asked again, for as long
-    as a metadata request may take."""
-    res = ConfigResource(ConfigResource.Type.TOPIC, topic)
-
+def _known_soon(doing: str, topic: str) -> Callable[[Exception], Retry | BaseException]:
+    """`retry`'s verdict for a request about `topic`, which exists: on a cluster, a topic created
+    a moment ago may not be known yet to the broker that answers (seen with 3 brokers), so that
+    answer is asked again; a denial, a timeout or any other error is raised at once."""
     def verdict(exc: Exception) -> Retry | BaseException:
         if isinstance(exc, TimeoutError):
-            return DependencyError(f"describing topic {topic}: no answer from Kafka within "
+            return DependencyError(f"{doing}: no answer from Kafka within "
                                    f"{REQUEST_TIMEOUT_S:.0f}s")
         if not isinstance(exc, KafkaException):
             return exc
-        refused = _refused(exc, f"describing topic {topic}", topic)
+        refused = _refused(exc, doing, topic)
         unknown = exc.args[0].code() in (KafkaError.UNKNOWN_TOPIC_OR_PART,
                                          KafkaError._UNKNOWN_TOPIC)
         return Retry(refused) if unknown else refused
+    return verdict
 
+
+def topic_config(adm: AdminClient, topic: str) -> dict[str, str]:
+    """The topic's configuration, asked again for as long as a metadata request may take while
+    the broker that answers does not know the topic yet (`_known_soon`)."""
+    res = ConfigResource(ConfigResource.Type.TOPIC, topic)
     got = retry(lambda: adm.describe_configs([res])[res].result(timeout=REQUEST_TIMEOUT_S),
-                Backoff(POLL_S, give_up_s=REQUEST_TIMEOUT_S).begin(), verdict)
+                Backoff(POLL_S, give_up_s=REQUEST_TIMEOUT_S).begin(),
+                _known_soon(f"describing topic {topic}", topic))
     return {k: v.value for k, v in got.items()}
 
 
@@ -267,14 +260,20 @@ def list_offsets(adm: AdminClient, topic: str, partitions: Iterable[int], spec: 
     With READ_COMMITTED, OffsetSpec.latest() is the LSO: the first offset of a still-open
     transaction, or the end of the log. Planning up to the LSO (not the high watermark) is what
     lets a read_committed reader reach the planned end without waiting on an open transaction.
+    A broker that does not know the topic yet (just created) is asked again (`_known_soon`).
     """
     parts = list(partitions)
     if not parts:
         return {}
     level = IsolationLevel.READ_COMMITTED if committed_only else IsolationLevel.READ_UNCOMMITTED
     req = {TopicPartition(topic, p): spec for p in parts}
-    got = _wait(adm.list_offsets(req, isolation_level=level, request_timeout=REQUEST_TIMEOUT_S),
-                f"listing offsets of {topic}")
+
+    def attempt() -> dict:
+        futures = adm.list_offsets(req, isolation_level=level, request_timeout=REQUEST_TIMEOUT_S)
+        return {tp: f.result(timeout=REQUEST_TIMEOUT_S) for tp, f in futures.items()}
+
+    got = retry(attempt, Backoff(POLL_S, give_up_s=REQUEST_TIMEOUT_S).begin(),
+                _known_soon(f"listing offsets of {topic}", topic))
     out = {tp.partition: info.offset for tp, info in got.items()}
     # Earliest and latest are never negative. A partition whose leader is away comes back as
     # -1001 (librdkafka's "invalid") with no error (seen on the 3-broker cluster): taken as an

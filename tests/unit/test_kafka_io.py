@@ -14,14 +14,23 @@ from logcount.core.errors import AuthorizationError, DependencyError
 
 
 class _Admin:
-    def __init__(self, offsets: dict[int, int]) -> None:
+    """list_offsets answering `offsets`, after raising each of `errors` in turn."""
+
+    def __init__(self, offsets: dict[int, int], *errors: BaseException) -> None:
         self.offsets = offsets
+        self.errors = list(errors)
+        self.calls = 0
 
     def list_offsets(self, req, **kwargs):
+        self.calls += 1
+        error = self.errors.pop(0) if self.errors else None
         out = {}
         for tp in req:
             f: Future = Future()
-            f.set_result(SimpleNamespace(offset=self.offsets[tp.partition]))
+            if error is not None:
+                f.set_exception(error)
+            else:
+                f.set_result(SimpleNamespace(offset=self.offsets[tp.partition]))
             out[tp] = f
         return out
 
@@ -38,6 +47,32 @@ def test_a_partition_whose_leader_is_away_is_an_error_to_retry_not_an_offset():
     with pytest.raises(DependencyError, match=r"no offset for partition\(s\) 0, 3 "):
         adm: Any = _Admin({0: -1001, 1: 7, 2: 0, 3: -1})
         kafka_io.list_offsets(adm, "t", [0, 1, 2, 3], OffsetSpec.latest())
+
+
+def test_list_offsets_asks_again_while_the_broker_does_not_know_the_topic(sleeps):
+    # Seen on the 3-broker cluster: a sink that saw the stage's new output topic in the metadata
+    # asked a broker that did not know it yet, and exited instead of waiting a moment.
+    adm: Any = _Admin({0: 3}, _kafka(KafkaError.UNKNOWN_TOPIC_OR_PART),
+                      _kafka(KafkaError._UNKNOWN_TOPIC))
+    assert kafka_io.list_offsets(adm, "t", [0], OffsetSpec.latest()) == {0: 3}
+    assert adm.calls == 3 and sleeps == [kafka_io.POLL_S] * 2
+
+
+def test_list_offsets_gives_up_after_a_request_timeout_and_raises_other_errors_at_once(
+        sleeps, monkeypatch):
+    monkeypatch.setattr(kafka_io, "REQUEST_TIMEOUT_S", 0.0)  # the budget is spent at once
+    adm: Any = _Admin({0: 3}, _kafka(KafkaError.UNKNOWN_TOPIC_OR_PART, "no such topic"))
+    with pytest.raises(DependencyError, match="^listing offsets of t: no such topic$"):
+        kafka_io.list_offsets(adm, "t", [0], OffsetSpec.latest())
+    monkeypatch.undo()
+    adm = _Admin({0: 3}, _kafka(KafkaError.TOPIC_AUTHORIZATION_FAILED))
+    with pytest.raises(AuthorizationError, match="listing offsets of t: not authorized: topic t"):
+        kafka_io.list_offsets(adm, "t", [0], OffsetSpec.latest())
+    adm = _Admin({0: 3}, TimeoutError())
+    with pytest.raises(DependencyError, match="^listing offsets of t: no answer from Kafka "
+                                              "within 15s$"):
+        kafka_io.list_offsets(adm, "t", [0], OffsetSpec.latest())
+    assert adm.calls == 1 and sleeps == []
 
 
 def _kafka(code: int, reason: str = "") -> KafkaException:
