@@ -5,14 +5,20 @@ all, but the monotonic clock goes on: every timeout measured across the stop loo
 it resumes. `Heartbeat` is a daemon thread that ticks every TICK_S; a gap between two ticks much
 longer than that is time during which nothing in this process ran. Watchdogs subtract that
 time (`frozen_between`), so a freeze is never mistaken for a librdkafka call that hangs.
+
+A late tick on a machine so loaded that this process waited for a CPU is no stop: the kernel's
+count of the time its threads spent runnable but not running (`run_delay_s`) tells the two apart.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
+from pathlib import Path
 
 log = logging.getLogger("logcount.heartbeat")
 
@@ -27,19 +33,42 @@ GAP_S = 1.5
 KEEP = 64
 
 
+def run_delay_s(tasks: Path = Path("/proc/self/task")) -> float | None:
+    """Seconds this process's threads have spent runnable but waiting for a CPU (the second
+    field of each thread's schedstat), or None where the kernel does not say."""
+    total, read = 0, False
+    try:
+        for task in tasks.iterdir():
+            with contextlib.suppress(OSError, IndexError, ValueError):  # a thread that ended
+                total += int((task / "schedstat").read_text().split()[1])
+                read = True
+    except OSError:
+        return None
+    return total / 1e9 if read else None
+
+
+def starved(late_s: float, waited_s: float | None) -> bool:
+    """A tick `late_s` late was the machine's load, not a stop, when this process's threads
+    waited for a CPU (`waited_s`, over the same ticks) for at least half that time: a stopped
+    process is not runnable, so it waits for nothing."""
+    return waited_s is not None and waited_s >= late_s / 2
+
+
 class Heartbeat:
     def __init__(self, tick_s: float = TICK_S, gap_s: float = GAP_S,
-                 clock=time.monotonic) -> None:
-        self.tick_s, self.gap_s, self.clock = tick_s, gap_s, clock
+                 clock=time.monotonic,
+                 waited: Callable[[], float | None] = run_delay_s) -> None:
+        self.tick_s, self.gap_s, self.clock, self.waited = tick_s, gap_s, clock, waited
         self._lock = threading.Lock()
         self._last = clock()
+        self._waited = waited()
         self._gaps: deque[tuple[float, float]] = deque(maxlen=KEEP)  # (from, to) not running
         self._thread: threading.Thread | None = None
 
     def start(self) -> Heartbeat:
         with self._lock:
             if self._thread is None:
-                self._last = self.clock()
+                self._last, self._waited = self.clock(), self.waited()
                 self._thread = threading.Thread(target=self._run, name="heartbeat", daemon=True)
                 self._thread.start()
         return self
@@ -50,13 +79,15 @@ class Heartbeat:
             self.tick()
 
     def tick(self) -> None:
-        now = self.clock()
+        now, waited = self.clock(), self.waited()
         with self._lock:
             late = now - self._last - self.tick_s
-            if late > self.gap_s:
+            stopped = late > self.gap_s and not starved(
+                late, None if waited is None or self._waited is None else waited - self._waited)
+            if stopped:
                 self._gaps.append((self._last + self.tick_s, now))
-            self._last = now
-        if late > self.gap_s:
+            self._last, self._waited = now, waited
+        if stopped:
             log.warning("this process did not run for %.1fs (stopped: SIGSTOP, a paused "
                         "container or VM); timeouts do not count that time", late)
 
