@@ -7,7 +7,8 @@ ports (127.0.0.1:9092 and :3306 are the lane's alone) and its own state director
 lane's broker bounces and MariaDB kills never touch another lane's tests. The jobs that hold a
 stage to a time run two at most at once, at full priority; the others niced (`pick`), each job
 a session of its own so that its niceness holds for all its processes together. The docker tier
-runs in the machine's own namespace once no timed job is left. Four lanes by default
+runs in the machine's own namespace, in a timed slot: its containers cannot be niced. Four lanes
+by default
 (LOGCOUNT_TEST_LANES=N sets another count); with LOGCOUNT_TEST_LANES=1, and where namespaces
 cannot be made, every tier runs in one pytest, one after another, as plain `pytest` does.
 
@@ -58,12 +59,16 @@ JOB_LIMIT_S = float(os.environ.get("LOGCOUNT_TEST_JOB_LIMIT_S", "1800"))
 # Figures: docs/tuning.md#test-suite-time
 LANES = int(os.environ.get("LOGCOUNT_TEST_LANES", "4"))
 
+# The docker tier, in the machine's own namespace (its engine publishes ports there); its
+# containers are in sessions of their own, which no nice reaches, so it takes a timed slot.
+DOCKER = ("tests/docker",)
 # Jobs whose tests hold a stage to a time (a resume within 15 s of a heal, batches inside a
-# fault window, a soak's samples): at most two at once, at full priority; every other job runs
-# niced, in the CPU they leave. Longest first; each is one pytest run.
+# fault window, a soak's samples), and the docker tier: at most two at once, at full priority;
+# every other job runs niced, in the CPU they leave. Longest first; each is one pytest run.
 TIMED: tuple[tuple[str, ...], ...] = (
     # One secured cluster (a session fixture) for both tiers: started once, not per file.
     ("tests/secured", "tests/network"),
+    DOCKER,  # ~11 minutes on a fresh machine (the engine, the images), 3 once they are built
     ("tests/chaos/test_chaos.py",),
     ("tests/bench",),
     ("tests/chaos/test_chaos_final.py",),
@@ -80,15 +85,10 @@ BROKER_JIT = "-XX:TieredStopAtLevel=1"
 # CFS gives a nice-10 group ~1/10 of a nice-0 one's share when both want a core: the untimed
 # jobs' sessions (autogroups), so a many-threaded JVM in one counts once, not per thread.
 NICE = 10
-# The docker tier, in the machine's own namespace (its engine publishes ports there); its
-# containers are not children of pytest, so no nice reaches them: it starts once no timed job
-# is left.
-LAST = ("tests/docker",)
 # The untimed jobs that go first, longest first (seconds in a run of three lanes, 2026-11-29),
 # so no long one is left for the end while the other lanes idle; every other file after them.
 FIRST: tuple[tuple[str, ...], ...] = (
     *TIMED,
-    LAST,
     ("tests/integration/test_state_drift.py",),  # 623 s
     ("tests/integration/test_spark_rule.py",),  # 395
     ("tests/integration/test_formats.py",),  # 332
@@ -146,11 +146,9 @@ def jobs(tests: Path = TESTS) -> list[tuple[str, ...]]:
 
 def pick(queue: list[tuple[str, ...]], timed_running: int) -> int | None:
     """The index of the first job that may start now, or None to wait: a timed job while fewer
-    than TIMED_AT_ONCE run, the docker tier once no timed job runs or waits, any other job."""
+    than TIMED_AT_ONCE run, any other job."""
     for i, job in enumerate(queue):
         if job in TIMED and timed_running >= TIMED_AT_ONCE:
-            continue
-        if job == LAST and (timed_running or any(j in TIMED for j in queue)):
             continue
         return i
     return None
@@ -439,7 +437,7 @@ class Runner:
                         timed = paths in TIMED
                         timed_running[0] += timed
                     try:
-                        if paths == LAST:
+                        if paths == DOCKER:
                             self.run(paths, None)
                         else:
                             self.run(paths, lane, nice=0 if timed else NICE)

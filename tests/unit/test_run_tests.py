@@ -12,8 +12,8 @@ import pytest
 
 import scripts.run_tests as run_tests
 from scripts.run_tests import (
+    DOCKER,
     FIRST,
-    LAST,
     TIERS,
     TIMED,
     TIMED_AT_ONCE,
@@ -65,19 +65,17 @@ def test_the_named_jobs_come_first_with_the_timed_ones_at_the_head():
     got = jobs()
     assert got[:len(FIRST)] == list(FIRST)
     assert got[:len(TIMED)] == list(TIMED)
-    assert got.count(LAST) == 1
+    assert got.count(DOCKER) == 1 and DOCKER in TIMED  # its containers take a timed slot
 
 
-def test_pick_holds_timed_jobs_to_two_at_once_and_the_docker_tier_until_none_is_left():
+def test_pick_holds_timed_jobs_to_two_at_once():
     untimed = ("tests/unit",)
-    queue = [*TIMED, LAST, untimed]
+    queue = [*TIMED, untimed]
     assert pick(queue, 0) == 0
     assert pick(queue, TIMED_AT_ONCE - 1) == 0
-    assert pick(queue, TIMED_AT_ONCE) == len(TIMED) + 1  # not timed, not the docker tier
-    assert pick([LAST, untimed], 1) == 1  # a timed job still runs
-    assert pick([TIMED[-1], LAST], 0) == 0
-    assert pick([LAST, untimed], 0) == 0
-    assert pick([LAST], 1) is None  # wait
+    assert pick(queue, TIMED_AT_ONCE) == len(TIMED)  # the first job not timed
+    assert pick([DOCKER, untimed], TIMED_AT_ONCE) == 1
+    assert pick([DOCKER, untimed], 1) == 0  # beside one timed job, as any timed job
     assert pick([TIMED[0]], TIMED_AT_ONCE) is None
     assert pick([], 0) is None
 
