@@ -19,13 +19,29 @@ python=${PYTHON:-python3}
 
 sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
-# 1. MariaDB server (the embedded stack starts its own instance; the package's service is unused).
+# 1. Debian packages: MariaDB server (the embedded stack starts its own instance; the package's
+# service is unused) and prometheus (5. below), in one apt run in the background: downloads and
+# dpkg, beside pip's and mvn's downloads below rather than before them. Figures: docs/tuning.md#set-up
+mkdir -p .cache
+debs=()
 if ! command -v mariadbd >/dev/null && [ ! -x /usr/sbin/mariadbd ]; then
   command -v apt-get >/dev/null || die "mariadbd missing and apt-get not found"
-  say "installing mariadb-server from Debian packages"
-  sudo_if_needed apt-get update -qq
-  sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    mariadb-server >/dev/null
+  debs+=(mariadb-server)
+fi
+if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then
+  if command -v apt-get >/dev/null; then
+    debs+=(prometheus)
+  else
+    say "warning: prometheus missing and apt-get not found: its tests will be skipped"
+  fi
+fi
+apt_pid=
+if [ ${#debs[@]} -gt 0 ]; then
+  say "installing ${debs[*]} from Debian packages (in the background)"
+  { sudo_if_needed apt-get update -qq \
+      && sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        --no-install-recommends "${debs[@]}"; } > .cache/apt.log 2>&1 &
+  apt_pid=$!
 fi
 
 # 2. The virtualenv with logcount (editable, so the stack finds jars relative to the checkout) and
@@ -98,19 +114,14 @@ if [ ! -x .cache/bin/toxiproxy-server ] \
   fi
 fi
 
-# 5. promtool and prometheus, from Debian's `prometheus` package (2.42 on Debian 12): the tests
-# check the alert rules in deploy/prometheus/ with promtool, and run the server binary in a temp
-# dir to prove the logfmt recipe. The package's own service (a systemd unit and an init.d
-# script) is stopped and disabled in case its install started it (under Docker's policy-rc.d it
-# never starts). Without apt-get those tests are skipped (under CI=true they fail).
-if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then
-  if ! command -v apt-get >/dev/null; then
-    say "warning: prometheus missing and apt-get not found: its tests will be skipped"
-  else
-    say "installing prometheus (promtool and the server binary) from Debian packages"
-    sudo_if_needed apt-get update -qq
-    sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-      --no-install-recommends prometheus >/dev/null || die "apt-get install prometheus failed"
+# 5. promtool and prometheus, from Debian's `prometheus` package (2.42 on Debian 12; installed by
+# step 1): the tests check the alert rules in deploy/prometheus/ with promtool, and run the server
+# binary in a temp dir to prove the logfmt recipe. The package's own service (a systemd unit and
+# an init.d script) is stopped and disabled in case its install started it (under Docker's
+# policy-rc.d it never starts). Without apt-get those tests are skipped (under CI=true they fail).
+if [ -n "$apt_pid" ]; then
+  wait "$apt_pid" || { cat .cache/apt.log >&2; die "apt-get install ${debs[*]} failed"; }
+  if [[ " ${debs[*]} " == *" prometheus "* ]]; then
     if [ -d /run/systemd/system ]; then
       sudo_if_needed systemctl disable --now prometheus.service >/dev/null 2>&1 || true
     elif [ -x /etc/init.d/prometheus ]; then
