@@ -8,9 +8,9 @@ lane's broker bounces and MariaDB kills never touch another lane's tests. The jo
 stage to a time run two at most at once, at full priority; the others niced (`pick`), each job
 a session of its own so that its niceness holds for all its processes together. The docker tier
 runs in the machine's own namespace, in a timed slot: its containers cannot be niced. Four lanes
-by default
-(LOGCOUNT_TEST_LANES=N sets another count); with LOGCOUNT_TEST_LANES=1, and where namespaces
-cannot be made, every tier runs in one pytest, one after another, as plain `pytest` does.
+by default (LOGCOUNT_TEST_LANES=N sets another count); with LOGCOUNT_TEST_LANES=1, and where
+namespaces cannot be made, every tier runs in one pytest, one after another, as plain `pytest`
+does.
 
 Arguments, if any, go to one plain pytest run instead (`scripts/run_tests.py tests/unit -x`).
 Each job's output is printed whole when it ends; then the run's time and CPU, the slowest tests,
@@ -203,45 +203,46 @@ def close_cgroup(group: Path | None) -> float | None:
     return seconds
 
 
+# The kernel's weight of a nice 0 and a nice 10 task (sched_prio_to_weight): v1's cpu.shares.
+SHARES = {0: 1024, 10: 110}
+
+
 def weigh(group: Path | None, nice: int) -> None:
     """Give `group` the CPU weight of `nice` where its hierarchy also schedules (v2's cpu
     controller, v1's cpu,cpuacct): there a task's nice counts only within its group, and a job
     left at the default weight would take as much as a timed one."""
     if group is None:
         return
-    for name, value in (("cpu.weight.nice", str(nice)), ("cpu.shares", str(SHARES[nice]))):
-        with contextlib.suppress(OSError, KeyError):
-            if (group / name).exists():
-                (group / name).write_text(value)
-                return
+    for name, value in (("cpu.weight.nice", nice), ("cpu.shares", SHARES.get(nice))):
+        if value is not None and (group / name).exists():
+            with contextlib.suppress(OSError):
+                (group / name).write_text(str(value))
+            return
 
 
-# The kernel's weight of a nice 0 and a nice 10 task (sched_prio_to_weight): v1's cpu.shares.
-SHARES = {0: 1024, 10: 110}
+def group_pids(group: Path | None) -> list[int]:
+    """The processes still in `group` and its children."""
+    if group is None:
+        return []
+    return [int(pid) for procs in sorted(group.rglob("cgroup.procs"))
+            for pid in procs.read_text().split()]
 
 
 def group_processes(group: Path | None) -> list[str]:
-    """`pid command line` of each process still in `group` (and its children), for a hung job's
-    report."""
-    if group is None:
-        return []
+    """`pid command line` of each process still in `group`, for a hung job's report."""
     lines = []
-    for procs in sorted(group.rglob("cgroup.procs")):
-        for pid in procs.read_text().split():
-            with contextlib.suppress(OSError):
-                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
-                lines.append(f"{pid} {cmd.decode(errors='replace').strip()[:300]}")
+    for pid in group_pids(group):
+        with contextlib.suppress(OSError):  # gone since
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+            lines.append(f"{pid} {cmd.decode(errors='replace').strip()[:300]}")
     return lines
 
 
 def kill_group(group: Path | None) -> None:
     """SIGKILL every process left in `group` (a hung job's, whatever session it made)."""
-    if group is None:
-        return
-    for procs in group.rglob("cgroup.procs"):
-        for pid in procs.read_text().split():
-            with contextlib.suppress(OSError):
-                os.kill(int(pid), signal.SIGKILL)
+    for pid in group_pids(group):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def closing_line(all_cases: list[Case]) -> str:
