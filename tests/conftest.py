@@ -54,9 +54,11 @@ def pytest_collection_modifyitems(config, items) -> None:
     """A test's tier is its folder: tests/unit/ -> the `unit` marker, and so on for every marker
     pyproject registers; a test outside such a folder is an error, not a test of no tier.
 
-    The docker tier runs last: it starts (and stops) a Docker engine and fills both cores with
-    containers, so nothing else should run beside it, and the fixtures' choice of path, made at
-    the session's first use, is not changed by the engine it starts."""
+    The docker tier runs last in a session: it starts (and stops) a Docker engine and fills both
+    cores with containers, so no other test of the session should run beside it, and the fixtures'
+    choice of path, made at the session's first use, is not changed by the engine it starts
+    (scripts/run_tests.py runs it as a job of its own; the lanes' fixtures are pinned to their
+    embedded stacks)."""
     tiers = {line.split(":")[0].strip() for line in config.getini("markers")}
     for item in items:
         if not item.path.is_relative_to(TESTS):
